@@ -1,0 +1,61 @@
+"""Public scripting API of Hybrid Skin.
+
+Installed as an extension it is ``bl_ext.user_default.hybrid_skin.api``::
+
+    from bl_ext.user_default.hybrid_skin import api
+    positions = api.deformed_positions(bpy.context.object)            # object's own factor
+    lbs = api.deformed_positions(bpy.context.object, deform_factor=0.0)
+    normals = api.deformed_normals(bpy.context.object, deform_factor=1.0)
+
+Results are ``(N, 3)`` float32 arrays in the mesh object's local space at the current frame,
+computed by the add-on's numpy core (never by evaluating Armature modifiers), so they are the same
+whether the Armature modifier is shown in the viewport or not.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from . import rig as rig_module
+from .bridge import HybridSkinError
+from .factors import vertex_factors
+
+__all__ = ["HybridSkinError", "deformed_normals", "deformed_positions", "rebind"]
+
+
+def _evaluate(mesh_object, deform_factor, depsgraph, normals: bool):
+    depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+    settings = getattr(mesh_object, "hybrid_skin", None)
+    modifier = settings.modifier_name if settings is not None else ""
+    groups = (settings.factor_vertex_group,) if settings is not None and deform_factor is None else ()
+    rig = rig_module.cached_rig(mesh_object, depsgraph, modifier, groups)
+    factor = vertex_factors(mesh_object, rig, deform_factor)
+    return rig.evaluate(depsgraph, factor, normals=normals)
+
+
+def deformed_positions(
+    mesh_object: bpy.types.Object,
+    deform_factor: float | np.ndarray | None = None,
+    depsgraph: bpy.types.Depsgraph | None = None,
+) -> np.ndarray:
+    """Hybrid-skinned vertex positions ``(N, 3)`` float32, mesh local space, current frame.
+
+    ``deform_factor``: ``None`` uses the object's Hybrid Skin settings (global, vertex group or auto
+    factor); a number in [0, 1] (0 = linear blend, 1 = dual quaternion) or an ``(N,)`` array overrides.
+    """
+    return _evaluate(mesh_object, deform_factor, depsgraph, normals=False)[0]
+
+
+def deformed_normals(
+    mesh_object: bpy.types.Object,
+    deform_factor: float | np.ndarray | None = None,
+    depsgraph: bpy.types.Depsgraph | None = None,
+) -> np.ndarray:
+    """Unit vertex normals ``(N, 3)`` float32 of the hybrid-skinned mesh: ``cofactor(M) @ n``."""
+    return _evaluate(mesh_object, deform_factor, depsgraph, normals=True)[1]
+
+
+def rebind(mesh_object: bpy.types.Object) -> None:
+    """Forget cached bind data so the next call re-reads weights and rest shape (after editing them)."""
+    rig_module.forget(mesh_object)

@@ -1,0 +1,196 @@
+"""The one place that reads Blender data into numpy arrays (in bulk, float32, contiguous).
+
+Nothing else in the add-on walks ``mesh.vertices`` or pose bones one by one. Errors raised here are
+:class:`HybridSkinError` with a message that names the object and says how to fix it; operators show
+them with ``report`` and the scripting API lets them propagate.
+"""
+
+from __future__ import annotations
+
+import itertools
+from contextlib import contextmanager
+
+import bmesh
+import bpy
+import numpy as np
+
+from .core.binding import DeformBones
+
+__all__ = [
+    "HybridSkinError",
+    "armature_modifier",
+    "channel_matrices",
+    "deform_bones",
+    "object_matrix",
+    "read_vertex_group_entries",
+    "rest_geometry",
+    "segment_matrices",
+    "validate",
+]
+
+
+class HybridSkinError(ValueError):
+    """Bad input from the user's scene; the message says what is wrong and how to fix it."""
+
+
+def _flat(collection, attr: str, count: int, width: int, dtype=np.float32) -> np.ndarray:
+    buf = np.empty(count * width, dtype=dtype)
+    collection.foreach_get(attr, buf)
+    return buf.reshape(count, width) if width > 1 else buf
+
+
+def _matrices(collection, attr: str, count: int) -> np.ndarray:
+    """``foreach_get`` of a 4×4 matrix property (stored column-major) → ``(count, 4, 4)`` row-major."""
+    return np.ascontiguousarray(_flat(collection, attr, count, 16).reshape(count, 4, 4).transpose(0, 2, 1))
+
+
+def object_matrix(obj: bpy.types.Object) -> np.ndarray:
+    return np.array(obj.matrix_world, dtype=np.float64)
+
+
+def armature_modifier(obj: bpy.types.Object, name: str = "") -> bpy.types.ArmatureModifier:
+    """The Armature modifier hybrid skin follows: ``name`` if given, else the first one in the stack."""
+    if obj is None or obj.type != "MESH":
+        kind = "nothing" if obj is None else f"a {obj.type.lower()} object"
+        raise HybridSkinError(f"Hybrid Skin needs a mesh object, got {kind}: select a skinned mesh")
+    mods = [m for m in obj.modifiers if m.type == "ARMATURE" and (not name or m.name == name)]
+    if not mods:
+        what = f"an Armature modifier named '{name}'" if name else "an Armature modifier"
+        raise HybridSkinError(f"'{obj.name}' has no {what}: add one (Ctrl+P ▸ With Automatic Weights) first")
+    return mods[0]
+
+
+def validate(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bpy.types.Object:
+    """Check that ``obj`` can be skinned by ``mod``; return the armature object."""
+    arm = mod.object
+    if arm is None or arm.type != "ARMATURE":
+        raise HybridSkinError(f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: pick one in its Object field")
+    if arm.mode == "EDIT" or arm.data.is_editmode:
+        raise HybridSkinError(f"Armature '{arm.name}' is in Edit Mode: switch it to Pose or Object Mode first")
+    if obj.mode == "EDIT":
+        raise HybridSkinError(f"'{obj.name}' is in Edit Mode: leave Edit Mode first")
+    if len(obj.data.vertices) == 0:
+        raise HybridSkinError(f"'{obj.name}' has no vertices: there is nothing to skin")
+    if not mod.use_vertex_groups and not mod.use_bone_envelopes:
+        raise HybridSkinError(f"Armature modifier '{mod.name}' binds to neither vertex groups nor envelopes: enable one")
+    return arm
+
+
+def deform_bones(arm: bpy.types.Object) -> DeformBones:
+    """Rest data of the deform bones in pose-bone order (O(bones); bulk reads)."""
+    bones = arm.data.bones
+    n = len(bones)
+    use = _flat(bones, "use_deform", n, 1, dtype=bool)
+    order = {b.name: i for i, b in enumerate(bones)}
+    pose_order = np.array([order[pb.name] for pb in arm.pose.bones], dtype=np.int64)
+    sel = pose_order[use[pose_order]]
+    names = tuple(bones[int(i)].name for i in sel)
+    curved = np.array([bones[int(i)].bbone_mapping_mode == "CURVED" for i in sel], dtype=bool)
+    return DeformBones(
+        names=names,
+        rest=_matrices(bones, "matrix_local", n)[sel].astype(np.float64),
+        segments=_flat(bones, "bbone_segments", n, 1, dtype=np.int32)[sel],
+        length=_flat(bones, "length", n, 1)[sel].astype(np.float64),
+        head=_flat(bones, "head_local", n, 3)[sel].astype(np.float64),
+        tail=_flat(bones, "tail_local", n, 3)[sel].astype(np.float64),
+        head_radius=_flat(bones, "head_radius", n, 1)[sel].astype(np.float64),
+        tail_radius=_flat(bones, "tail_radius", n, 1)[sel].astype(np.float64),
+        envelope_distance=_flat(bones, "envelope_distance", n, 1)[sel].astype(np.float64),
+        envelope_weight=_flat(bones, "envelope_weight", n, 1)[sel].astype(np.float64),
+        envelope_multiply=_flat(bones, "use_envelope_multiply", n, 1, dtype=bool)[sel],
+        curved=curved,
+    )
+
+
+def pose_bone_index(arm: bpy.types.Object, names: tuple[str, ...]) -> np.ndarray:
+    """Indices of ``names`` in ``arm.pose.bones`` (for slicing bulk pose reads)."""
+    lookup = {pb.name: i for i, pb in enumerate(arm.pose.bones)}
+    missing = [nm for nm in names if nm not in lookup]
+    if missing:
+        raise HybridSkinError(f"Armature '{arm.name}' lost bones {missing[:5]}: rebind Hybrid Skin")
+    return np.array([lookup[nm] for nm in names], dtype=np.int64)
+
+
+def channel_matrices(arm_eval: bpy.types.Object, index: np.ndarray) -> np.ndarray:
+    """``PoseBone.matrix_channel`` (Blender's chan_mat, rest → pose in armature space) ``(D, 4, 4)``."""
+    pose_bones = arm_eval.pose.bones
+    return _matrices(pose_bones, "matrix_channel", len(pose_bones))[index].astype(np.float64)
+
+
+def segment_matrices(arm_eval: bpy.types.Object, bones: DeformBones, rest: bool) -> dict[int, np.ndarray]:
+    """B-bone segment joint matrices in bone space per B-bone (``segments + 1`` each)."""
+    out: dict[int, np.ndarray] = {}
+    for d in np.flatnonzero(bones.segments > 1):
+        pb = arm_eval.pose.bones[bones.names[d]]
+        mats = [pb.bbone_segment_matrix(i, rest=rest) for i in range(int(bones.segments[d]) + 1)]
+        out[int(d)] = np.array(mats, dtype=np.float64)
+    return out
+
+
+def read_vertex_group_entries(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All vertex-group entries in stored order: ``(counts (N,), group (E,), weight (E,))``.
+
+    BMesh exposes each vertex's weights as plain lists; flattening those is about twice as fast as
+    iterating ``MeshVertex.groups`` and keeps Blender's stored order (which decides DQS signs).
+    """
+    n = len(mesh.vertices)
+    bm = bmesh.new()
+    try:
+        bm.from_mesh(mesh)
+        layer = bm.verts.layers.deform.active
+        if layer is None:
+            return np.zeros(n, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32)
+        dverts = [v[layer] for v in bm.verts]
+        counts = np.fromiter(map(len, dverts), dtype=np.int64, count=n)
+        total = int(counts.sum())
+        chain = itertools.chain.from_iterable
+        groups = np.fromiter(chain(d.keys() for d in dverts), dtype=np.int32, count=total)
+        weights = np.fromiter(chain(d.values() for d in dverts), dtype=np.float32, count=total)
+    finally:
+        bm.free()
+    return counts, groups, weights
+
+
+@contextmanager
+def _viewport_disabled(mods: list[bpy.types.Modifier]):
+    """Temporarily hide modifiers in the viewport; their settings come back exactly."""
+    saved = [(m, m.show_viewport) for m in mods]
+    try:
+        for m in mods:
+            m.show_viewport = False
+        yield
+    finally:
+        for m, state in saved:
+            m.show_viewport = state
+
+
+def rest_geometry(
+    obj: bpy.types.Object, mod: bpy.types.Modifier, depsgraph: bpy.types.Depsgraph
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and vertex normals ``(N, 3)`` that the Armature modifier receives (mesh local space).
+
+    Shape keys and enabled modifiers above the Armature modifier are applied. When the mesh has
+    neither, that is the mesh itself. Otherwise the object is evaluated with the Armature modifier
+    and everything after it hidden (as in GPU display mode); the user's settings are restored.
+    """
+    stack = list(obj.modifiers)
+    at = stack.index(mod)
+    before = [m for m in stack[:at] if m.show_viewport]
+    mesh = obj.data
+    n = len(mesh.vertices)
+    if not before and mesh.shape_keys is None:
+        return _flat(mesh.vertices, "co", n, 3), _flat(mesh.vertex_normals, "vector", n, 3)
+    tail = [m for m in stack[at:] if m.show_viewport]
+    with _viewport_disabled(tail):
+        if tail:
+            depsgraph.update()
+        evaluated = obj.evaluated_get(depsgraph).data
+        if len(evaluated.vertices) != n:
+            raise HybridSkinError(
+                f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
+                "move the Armature modifier above them"
+            )
+        result = _flat(evaluated.vertices, "co", n, 3), _flat(evaluated.vertex_normals, "vector", n, 3)
+    if tail:
+        depsgraph.update()
+    return result

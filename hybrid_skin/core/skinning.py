@@ -1,0 +1,269 @@
+"""Linear blend, dual quaternion and hybrid skinning (seed 000, Algorithm 1), vectorised.
+
+Per vertex with normalised weights ``w_k`` on bones ``b_k`` and deform factor ``f``::
+
+    T = sum_k w_k * A[b_k]                  (linear blend of 3x4 bone matrices)
+    Q = matrix(normalise(sum_k ±w_k * dq[b_k]))   (dual quaternion linear blending)
+    M = (1 - f) * T + f * Q
+    position = M @ v,   normal = normalise(cofactor(M[:3, :3]) @ n)
+
+The sign ``±`` follows Blender's armature deform: each bone's dual quaternion is negated when its
+real part points away from the *running* sum, in the vertex's stored influence order. Scaled bones
+use Blender's pivot form (see :mod:`.dualquat`). An ``influence`` per vertex (the Armature
+modifier's mask vertex group, 0 for vertices whose weights sum to ≤ 1e-4) blends with the identity:
+``M ← I + influence * (M - I)``, which is exactly what Blender does to positions.
+
+Everything runs in armature space; :func:`skin` optionally maps mesh-local positions in and out,
+as Blender's ``premat``/``postmat`` do, so non-rigid object transforms are handled exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .dualquat import bone_dual_quaternions
+
+__all__ = ["BonePalette", "SkinBinding", "bone_palette", "skin", "skin_matrices", "cofactor_apply"]
+
+#: Vertices per chunk: keeps the per-chunk working set in the CPU cache.
+CHUNK = 16384
+
+
+@dataclass(frozen=True)
+class SkinBinding:
+    """Per-vertex influences, fixed at bind time.
+
+    bone_indices: ``(N, K)`` int32 indices into the :class:`BonePalette` (padding entries have
+        weight 0 and any valid index).
+    weights: ``(N, K)`` float32, normalised to sum 1 per deformed vertex, in Blender's stored order.
+    influence: ``(N,)`` float32 in [0, 1]: how much of the skinning applies (mask group × deformed).
+    """
+
+    bone_indices: np.ndarray
+    weights: np.ndarray
+    influence: np.ndarray
+
+    def __post_init__(self) -> None:
+        n, k = self.weights.shape
+        if self.bone_indices.shape != (n, k) or self.influence.shape != (n,):
+            raise ValueError(
+                f"binding shapes disagree: indices {self.bone_indices.shape}, weights {self.weights.shape}, "
+                f"influence {self.influence.shape}"
+            )
+
+    @property
+    def vertex_count(self) -> int:
+        return int(self.weights.shape[0])
+
+    @property
+    def max_influences(self) -> int:
+        return int(self.weights.shape[1])
+
+
+class BonePalette(NamedTuple):
+    """Per-bone data for one frame, O(bones) to build.
+
+    matrices: ``(B, 3, 4)`` float32 LBS deform matrices. real, dual: ``(B, 4)`` float32 dual quaternions.
+    pivot: ``(B, 4, 3)`` float32 scale-pivot terms, or ``None`` if all bones are rigid.
+    """
+
+    matrices: np.ndarray
+    real: np.ndarray
+    dual: np.ndarray
+    pivot: np.ndarray | None
+
+    @property
+    def bone_count(self) -> int:
+        return int(self.matrices.shape[0])
+
+
+def bone_palette(deform: np.ndarray, rest: np.ndarray) -> BonePalette:
+    """Bone deform matrices ``(B, 4, 4)`` and rest frames ``(B, 4, 4)`` → palette for :func:`skin`."""
+    deform = np.asarray(deform, dtype=np.float64)
+    dq = bone_dual_quaternions(deform, rest)
+    f32 = np.float32
+    return BonePalette(
+        np.ascontiguousarray(deform[:, :3, :], dtype=f32),
+        np.ascontiguousarray(dq.real, dtype=f32),
+        np.ascontiguousarray(dq.dual, dtype=f32),
+        None if dq.pivot is None else np.ascontiguousarray(dq.pivot, dtype=f32),
+    )
+
+
+def _linear_blend(idx: np.ndarray, w: np.ndarray, pal: BonePalette) -> np.ndarray:
+    """``(n, 3, 4)`` weighted sum of bone matrices."""
+    out = w[:, 0, None, None] * pal.matrices[idx[:, 0]]
+    for k in range(1, idx.shape[1]):
+        out += w[:, k, None, None] * pal.matrices[idx[:, k]]
+    return out
+
+
+def _dual_quaternion_blend(idx: np.ndarray, w: np.ndarray, p: np.ndarray, pal: BonePalette) -> np.ndarray:
+    """``(n, 3, 4)`` rigid matrices of the blended, normalised dual quaternions (Blender's sign rule)."""
+    real = w[:, 0, None] * pal.real[idx[:, 0]]
+    dual = w[:, 0, None] * pal.dual[idx[:, 0]]
+    pivot = None if pal.pivot is None else w[:, 0, None, None] * pal.pivot[idx[:, 0]]
+    for k in range(1, idx.shape[1]):
+        bone_real = pal.real[idx[:, k]]
+        flip = np.einsum("nc,nc->n", real, bone_real) < 0.0
+        wk = np.where(flip, -w[:, k], w[:, k])
+        real += wk[:, None] * bone_real
+        dual += wk[:, None] * pal.dual[idx[:, k]]
+        if pivot is not None:
+            pivot += wk[:, None, None] * pal.pivot[idx[:, k]]
+    if pivot is not None:
+        dual += np.einsum("nij,nj->ni", pivot, p)
+    return _dq_rows_to_matrices(real, dual)
+
+
+def _dq_rows_to_matrices(real: np.ndarray, dual: np.ndarray) -> np.ndarray:
+    """Un-normalised dual quaternions ``(n, 4)`` → ``(n, 3, 4)`` rigid matrices (Blender's mul_v3m3_dq)."""
+    w, x, y, z = real.T
+    t0, t1, t2, t3 = dual.T
+    norm_sq = np.einsum("nc,nc->n", real, real)
+    inv = np.divide(1.0, norm_sq, out=np.zeros_like(norm_sq), where=norm_sq > 0)
+    ww, xx, yy, zz = w * w, x * x, y * y, z * z
+    xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
+    out = np.empty((real.shape[0], 3, 4), dtype=real.dtype)
+    out[:, 0, 0] = ww + xx - yy - zz
+    out[:, 0, 1] = 2 * (xy - wz)
+    out[:, 0, 2] = 2 * (xz + wy)
+    out[:, 1, 0] = 2 * (xy + wz)
+    out[:, 1, 1] = ww + yy - xx - zz
+    out[:, 1, 2] = 2 * (yz - wx)
+    out[:, 2, 0] = 2 * (xz - wy)
+    out[:, 2, 1] = 2 * (yz + wx)
+    out[:, 2, 2] = ww + zz - xx - yy
+    out[:, 0, 3] = 2 * (-t0 * x + w * t1 - t2 * z + y * t3)
+    out[:, 1, 3] = 2 * (-t0 * y + t1 * z - x * t3 + w * t2)
+    out[:, 2, 3] = 2 * (-t0 * z + x * t2 + w * t3 - t1 * y)
+    out *= inv[:, None, None]
+    return out
+
+
+def _as_vertex_array(value: float | np.ndarray, n: int, name: str) -> np.ndarray | float:
+    if np.ndim(value) == 0:
+        return float(value)
+    arr = np.asarray(value, dtype=np.float32)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be a scalar or have shape ({n},), got {arr.shape}")
+    return arr
+
+
+def _chunk_matrices(
+    p: np.ndarray, idx: np.ndarray, w: np.ndarray, infl: np.ndarray, pal: BonePalette, f: float | np.ndarray
+) -> np.ndarray:
+    """Per-vertex hybrid matrices for one chunk (armature space), influence applied."""
+    scalar_f = isinstance(f, float)
+    if scalar_f and f <= 0.0:
+        m = _linear_blend(idx, w, pal)
+    elif scalar_f and f >= 1.0:
+        m = _dual_quaternion_blend(idx, w, p, pal)
+    else:
+        fv = f if scalar_f else f[:, None, None]
+        m = _linear_blend(idx, w, pal)
+        m *= 1.0 - fv
+        m += fv * _dual_quaternion_blend(idx, w, p, pal)
+    if not np.all(infl == 1.0):
+        a = infl[:, None, None]
+        m *= a
+        m[:, 0, 0] += 1.0 - infl
+        m[:, 1, 1] += 1.0 - infl
+        m[:, 2, 2] += 1.0 - infl
+    return m
+
+
+def cofactor_apply(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``cofactor(m) @ n`` for ``(n, 3, ≥3)`` matrices: the normal transform without an inverse."""
+    r0, r1, r2 = m[:, 0, :3], m[:, 1, :3], m[:, 2, :3]
+    return np.stack(
+        [
+            np.einsum("nc,nc->n", np.cross(r1, r2), n),
+            np.einsum("nc,nc->n", np.cross(r2, r0), n),
+            np.einsum("nc,nc->n", np.cross(r0, r1), n),
+        ],
+        -1,
+    )
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.divide(v, length, out=np.zeros_like(v), where=length > 0)
+
+
+def _cofactor(m3: np.ndarray) -> np.ndarray:
+    return np.stack([np.cross(m3[1], m3[2]), np.cross(m3[2], m3[0]), np.cross(m3[0], m3[1])])
+
+
+def skin_matrices(
+    positions: np.ndarray,
+    binding: SkinBinding,
+    palette: BonePalette,
+    deform_factor: float | np.ndarray,
+) -> np.ndarray:
+    """Per-vertex hybrid matrices ``(N, 3, 4)`` in armature space (positions in armature space)."""
+    p = np.ascontiguousarray(positions, dtype=np.float32)
+    n = p.shape[0]
+    f = _as_vertex_array(deform_factor, n, "deform_factor")
+    out = np.empty((n, 3, 4), dtype=np.float32)
+    for s in range(0, n, CHUNK):
+        e = min(s + CHUNK, n)
+        fc = f if isinstance(f, float) else f[s:e]
+        out[s:e] = _chunk_matrices(
+            p[s:e], binding.bone_indices[s:e], binding.weights[s:e], binding.influence[s:e], palette, fc
+        )
+    return out
+
+
+def skin(
+    positions: np.ndarray,
+    binding: SkinBinding,
+    palette: BonePalette,
+    deform_factor: float | np.ndarray,
+    normals: np.ndarray | None = None,
+    target_to_armature: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Skin rest ``positions`` ``(N, 3)`` (and optional unit ``normals``) → ``(positions, normals)``.
+
+    ``target_to_armature`` maps the mesh object's local space into the armature object's space
+    (Blender's premat); results are returned in the mesh's local space. ``deform_factor`` is a scalar
+    or ``(N,)`` array in [0, 1]. Output is float32.
+    """
+    p = np.ascontiguousarray(positions, dtype=np.float32)
+    n = p.shape[0]
+    if p.shape != (n, 3) or binding.vertex_count != n:
+        raise ValueError(f"positions {p.shape} do not match a binding of {binding.vertex_count} vertices")
+    f = _as_vertex_array(deform_factor, n, "deform_factor")
+    pre = post = None
+    if target_to_armature is not None:
+        pre = np.asarray(target_to_armature, dtype=np.float64)
+        if not np.allclose(pre, np.eye(4), atol=0.0, rtol=0.0):
+            post = np.linalg.inv(pre)
+            p = (p @ pre[:3, :3].T.astype(np.float32)) + pre[:3, 3].astype(np.float32)
+        else:
+            pre = None
+    nrm = None if normals is None else np.ascontiguousarray(normals, dtype=np.float32)
+    if nrm is not None and pre is not None:
+        nrm = nrm @ _cofactor(pre[:3, :3]).T.astype(np.float32)
+
+    out_p = np.empty((n, 3), dtype=np.float32)
+    out_n = None if nrm is None else np.empty((n, 3), dtype=np.float32)
+    for s in range(0, n, CHUNK):
+        e = min(s + CHUNK, n)
+        fc = f if isinstance(f, float) else f[s:e]
+        m = _chunk_matrices(
+            p[s:e], binding.bone_indices[s:e], binding.weights[s:e], binding.influence[s:e], palette, fc
+        )
+        out_p[s:e] = np.einsum("nij,nj->ni", m[:, :, :3], p[s:e]) + m[:, :, 3]
+        if out_n is not None:
+            out_n[s:e] = cofactor_apply(m, nrm[s:e])
+    if post is not None:
+        out_p = (out_p @ post[:3, :3].T.astype(np.float32)) + post[:3, 3].astype(np.float32)
+        if out_n is not None:
+            out_n = out_n @ _cofactor(post[:3, :3]).T.astype(np.float32)
+    if out_n is not None:
+        out_n = _normalise(out_n)
+    return out_p, out_n

@@ -1,0 +1,160 @@
+"""Scene builders and Blender's own deformation (the oracle) for the Blender tests.
+
+Every builder returns real Blender objects made through bpy; the oracle evaluates Armature
+modifiers — Blender's C++ deformation — and restores the user's modifier settings afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bmesh
+import bpy
+import numpy as np
+from mathutils import Euler, Matrix, Vector
+
+FACTOR_GROUP = "HS_oracle_factor"
+
+
+def evaluated_positions(obj: bpy.types.Object) -> np.ndarray:
+    dg = bpy.context.evaluated_depsgraph_get()
+    me = obj.evaluated_get(dg).data
+    out = np.empty(len(me.vertices) * 3, dtype=np.float32)
+    me.vertices.foreach_get("co", out)
+    return out.reshape(-1, 3)
+
+
+def native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -> np.ndarray:
+    """Blender's own result: LBS (f=0), Preserve Volume (f=1), or LBS + multi-modifier DQS mix.
+
+    The mix is an LBS Armature modifier followed by a Preserve Volume one with Multi Modifier and a
+    vertex group of weight f: Blender interpolates (1-f)·LBS + f·DQS per vertex.
+    """
+    mod = next(m for m in obj.modifiers if m.type == "ARMATURE")
+    saved = (mod.use_deform_preserve_volume, mod.show_viewport)
+    n = len(obj.data.vertices)
+    f = np.broadcast_to(np.asarray(deform_factor, dtype=np.float64), (n,))
+    extra = group = None
+    try:
+        mod.show_viewport = True
+        if np.all(f == 0.0) or np.all(f == 1.0):
+            mod.use_deform_preserve_volume = bool(f[0] == 1.0)
+        else:
+            mod.use_deform_preserve_volume = False
+            group = obj.vertex_groups.new(name=FACTOR_GROUP)
+            for value in np.unique(f):
+                group.add(np.flatnonzero(f == value).tolist(), float(value), "REPLACE")
+            extra = obj.modifiers.new("HS_oracle_dqs", "ARMATURE")
+            extra.object = mod.object
+            extra.use_deform_preserve_volume = True
+            extra.use_multi_modifier = True
+            extra.vertex_group = FACTOR_GROUP
+            extra.use_vertex_groups = mod.use_vertex_groups
+            extra.use_bone_envelopes = mod.use_bone_envelopes
+            at = list(obj.modifiers).index(mod)
+            obj.modifiers.move(len(obj.modifiers) - 1, at + 1)
+        return evaluated_positions(obj)
+    finally:
+        if extra is not None:
+            obj.modifiers.remove(extra)
+        if group is not None:
+            obj.vertex_groups.remove(group)
+        mod.use_deform_preserve_volume, mod.show_viewport = saved
+        bpy.context.view_layer.update()
+
+
+def bbox_diagonal(points: np.ndarray) -> float:
+    return float(np.linalg.norm(points.max(0) - points.min(0)))
+
+
+def make_chain_armature(name: str, lengths: list[float], segments: int = 1) -> bpy.types.Object:
+    """A straight chain of connected bones along +Z starting at the origin."""
+    data = bpy.data.armatures.new(name)
+    arm = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    z = 0.0
+    parent = None
+    for i, length in enumerate(lengths):
+        eb = data.edit_bones.new(f"Bone{i}")
+        eb.head = (0.0, 0.0, z)
+        eb.tail = (0.0, 0.0, z + length)
+        eb.bbone_segments = segments
+        if parent is not None:
+            eb.parent = parent
+            eb.use_connect = True
+        parent = eb
+        z += length
+    bpy.ops.object.mode_set(mode="OBJECT")
+    return arm
+
+
+def make_cylinder(
+    name: str, radius: float = 0.25, height: float = 2.0, rings: int = 24, segments: int = 24
+) -> bpy.types.Object:
+    """Closed cylinder along +Z from 0 to ``height`` with ``rings`` loops."""
+    me = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_cone(
+        bm, cap_ends=True, cap_tris=False, segments=segments, radius1=radius, radius2=radius, depth=height
+    )
+    bmesh.ops.translate(bm, verts=bm.verts, vec=(0.0, 0.0, height / 2))
+    side = [e for e in bm.edges if abs(e.verts[0].co.z - e.verts[1].co.z) > 1e-6]
+    bmesh.ops.subdivide_edges(bm, edges=side, cuts=rings - 1, use_grid_fill=True)
+    bm.to_mesh(me)
+    bm.free()
+    obj = bpy.data.objects.new(name, me)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def skin_to_chain(obj: bpy.types.Object, arm: bpy.types.Object, blend: float = 0.3) -> bpy.types.ArmatureModifier:
+    """Linear weights along Z: each bone owns its span, blended over ``blend`` around each joint.
+
+    Groups are added in a shuffled order so stored order differs from bone order (DQS sign rule).
+    """
+    bones = list(arm.data.bones)
+    co = np.array([v.co[:] for v in obj.data.vertices])
+    world = np.array(obj.matrix_world) @ np.c_[co, np.ones(len(co))].T
+    local_arm = (np.array(arm.matrix_world.inverted()) @ world).T[:, :3]
+    z = local_arm[:, 2]
+    joints = [b.head_local.z for b in bones[1:]]
+    w = np.zeros((len(co), len(bones)))
+    w[:, 0] = 1.0
+    for j, zj in enumerate(joints):
+        t = np.clip((z - (zj - blend / 2)) / blend, 0.0, 1.0)
+        w[:, j + 1] = t
+        w[:, j] *= 1.0 - t
+    order = np.random.default_rng(7).permutation(len(bones))
+    for b in order:
+        group = obj.vertex_groups.new(name=bones[b].name)
+        for value in np.unique(w[:, b]):
+            if value > 0:
+                group.add(np.flatnonzero(w[:, b] == value).tolist(), float(value), "REPLACE")
+    mod = obj.modifiers.new("Armature", "ARMATURE")
+    mod.object = arm
+    return mod
+
+
+def pose_bone(arm: bpy.types.Object, bone: str, rotation_deg=(0, 0, 0), scale=(1, 1, 1), location=(0, 0, 0)):
+    pb = arm.pose.bones[bone]
+    pb.rotation_mode = "XYZ"
+    pb.rotation_euler = Euler([math.radians(a) for a in rotation_deg])
+    pb.scale = scale
+    pb.location = location
+    bpy.context.view_layer.update()
+
+
+__all__ = [
+    "FACTOR_GROUP",
+    "Matrix",
+    "Vector",
+    "bbox_diagonal",
+    "evaluated_positions",
+    "make_chain_armature",
+    "make_cylinder",
+    "native_positions",
+    "pose_bone",
+    "skin_to_chain",
+]
