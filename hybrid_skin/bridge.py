@@ -25,6 +25,7 @@ __all__ = [
     "read_vertex_group_entries",
     "rest_geometry",
     "segment_matrices",
+    "surface",
     "validate",
 ]
 
@@ -194,3 +195,15 @@ def rest_geometry(
     if tail:
         depsgraph.update()
     return result
+
+
+def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Triangulated surface for drawing: ``(triangles (T, 3) corner indices, corner_vertex (C,),
+    corner_normals (C, 3))``. Corner normals keep sharp edges and custom normals as Blender shades them."""
+    mesh.calc_loop_triangles()
+    t = len(mesh.loop_triangles)
+    c = len(mesh.loops)
+    triangles = _flat(mesh.loop_triangles, "loops", t, 3, dtype=np.int32)
+    corner_vertex = _flat(mesh.loops, "vertex_index", c, 1, dtype=np.int32)
+    corner_normals = _flat(mesh.corner_normals, "vector", c, 3)
+    return triangles, corner_vertex, corner_normals
