@@ -52,11 +52,11 @@ def object_matrix(obj: bpy.types.Object) -> np.ndarray:
 def armature_modifier(obj: bpy.types.Object, name: str = "") -> bpy.types.ArmatureModifier:
     """The Armature modifier hybrid skin follows: ``name`` if given, else the first one in the stack."""
     if obj is None or obj.type != "MESH":
-        kind = "nothing" if obj is None else f"a {obj.type.lower()} object"
+        kind = "nothing" if obj is None else f"'{obj.name}' ({obj.type.lower()})"
         raise HybridSkinError(f"Hybrid Skin needs a mesh object, got {kind}: select a skinned mesh")
     mods = [m for m in obj.modifiers if m.type == "ARMATURE" and (not name or m.name == name)]
     if not mods:
-        what = f"an Armature modifier named '{name}'" if name else "an Armature modifier"
+        what = f"Armature modifier named '{name}'" if name else "Armature modifier"
         raise HybridSkinError(f"'{obj.name}' has no {what}: add one (Ctrl+P ▸ With Automatic Weights) first")
     return mods[0]
 

@@ -198,3 +198,8 @@ def forget(obj: bpy.types.Object) -> None:
 
 def forget_all() -> None:
     _RIGS.clear()
+
+
+def peek(obj: bpy.types.Object) -> SkinRig | None:
+    """The cached rig of ``obj`` if any, without binding (for UI)."""
+    return _RIGS.get(obj.session_uid)

@@ -28,13 +28,18 @@ def native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -
     """Blender's own result: LBS (f=0), Preserve Volume (f=1), or LBS + multi-modifier DQS mix.
 
     The mix is an LBS Armature modifier followed by a Preserve Volume one with Multi Modifier and a
-    vertex group of weight f: Blender interpolates (1-f)·LBS + f·DQS per vertex.
+    vertex group of weight f: Blender interpolates (1-f)·LBS + f·DQS per vertex. When the modifier has
+    a mask vertex group that setup cannot express the mask on the DQS part (the multi-modifier's own
+    group is the mix weight), so the mix is taken from Blender's masked LBS and masked DQS results.
     """
     mod = next(m for m in obj.modifiers if m.type == "ARMATURE")
     saved = (mod.use_deform_preserve_volume, mod.show_viewport)
     n = len(obj.data.vertices)
     f = np.broadcast_to(np.asarray(deform_factor, dtype=np.float64), (n,))
     extra = group = None
+    if mod.vertex_group and not (np.all(f == 0.0) or np.all(f == 1.0)):
+        lbs, dqs = native_positions(obj, 0.0), native_positions(obj, 1.0)
+        return ((1.0 - f)[:, None] * lbs + f[:, None] * dqs).astype(np.float32)
     try:
         mod.show_viewport = True
         if np.all(f == 0.0) or np.all(f == 1.0):

@@ -1,0 +1,66 @@
+# hybrid_skin developer entry points (GNU make). From a fresh clone, `make test` is all it takes.
+#
+#   make .venv   create .venv with the pinned tools of .ci/requirements-dev.txt (Blender as the bpy module)
+#   make build   dist/hybrid_skin-<version>.zip, built and validated by Blender's own extension tooling
+#   make test    build, then the whole suite: core, Blender (installs the zip) and GPU tests
+#   make bench   benchmarks (tests/bench/run.py)
+#   make demo    python -m hybrid_skin demo
+#   make lint    ruff check
+#   make clean   remove build outputs and caches (`make distclean` also removes .venv)
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+MAKEFLAGS += --no-builtin-rules
+
+export PYTHONUNBUFFERED := 1
+export PYTHONDONTWRITEBYTECODE := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+# The bpy wheel exists for exactly one CPython version.
+PYTHON_VERSION := 3.11
+PYTHON ?= $(shell command -v python$(PYTHON_VERSION) || command -v python3)
+VENV := .venv
+VENV_PYTHON := $(VENV)/bin/python
+REQUIREMENTS := .ci/requirements-dev.txt
+VENV_STAMP := $(VENV)/.installed
+
+VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' blender_manifest.toml)
+ZIP := dist/hybrid_skin-$(VERSION).zip
+
+.PHONY: .venv build test bench demo lint clean distclean
+
+.venv: $(VENV_STAMP)
+
+# Re-runs only when the pinned requirements change (or the venv is gone).
+$(VENV_STAMP): $(REQUIREMENTS)
+	@test -n "$(PYTHON)" || { echo "error: python$(PYTHON_VERSION) not found on PATH" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+		|| { echo "error: $(PYTHON) is Python $$($(PYTHON) -V 2>&1), the bpy module needs $(PYTHON_VERSION)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV_PYTHON) -m pip install --quiet --requirement $(REQUIREMENTS)
+	touch $@
+
+build: $(VENV_STAMP)
+	$(VENV_PYTHON) .ci/build.py
+
+# pytest exits 5 when it collected nothing; make already fails on it, the message says why.
+test: $(VENV_STAMP) build
+	HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" $(VENV_PYTHON) -m pytest tests \
+		|| { rc=$$?; [ $$rc -ne 5 ] || echo "error: pytest collected no tests" >&2; exit $$rc; }
+
+bench: $(VENV_STAMP)
+	$(VENV_PYTHON) tests/bench/run.py
+
+demo: $(VENV_STAMP)
+	$(VENV_PYTHON) -m hybrid_skin demo
+
+lint: $(VENV_STAMP)
+	$(VENV_PYTHON) -m ruff check hybrid_skin tests .ci
+
+clean:
+	rm -rf build dist .pytest_cache .ruff_cache
+	find hybrid_skin tests .ci -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

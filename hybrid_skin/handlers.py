@@ -1,0 +1,104 @@
+"""Application handlers: re-arm on file load, keep saved files clean, drop caches on undo.
+
+Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and
+re-applied in ``save_post``), so a file opened without the add-on looks exactly as before Hybrid Skin.
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.app.handlers import persistent
+
+from . import operators, rig, state, viewport
+
+
+def enabled_objects() -> list[bpy.types.Object]:
+    return [o for o in bpy.data.objects if o.type == "MESH" and o.library is None and o.hybrid_skin.enabled]
+
+
+def reapply_all() -> None:
+    for obj in enabled_objects():
+        state.apply(obj)
+
+
+def restore_all() -> None:
+    for obj in enabled_objects():
+        state.restore(obj)
+
+
+@persistent
+def on_load_post(*_args) -> None:
+    rig.forget_all()
+    viewport.forget()
+    reapply_all()
+
+
+@persistent
+def on_save_pre(*_args) -> None:
+    restore_all()
+
+
+@persistent
+def on_save_post(*_args) -> None:
+    reapply_all()
+
+
+@persistent
+def on_undo_redo(*_args) -> None:
+    rig.forget_all()
+    viewport.forget()
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph) -> None:
+    if bpy.app.background:
+        return
+    for update in depsgraph.updates:
+        if update.is_updated_geometry and isinstance(update.id, bpy.types.Mesh):
+            for obj in enabled_objects():
+                if obj.data.session_uid == update.id.session_uid and obj.mode != "EDIT":
+                    rig.forget(obj)
+    viewport.bump()
+
+
+@persistent
+def on_frame_change(*_args) -> None:
+    viewport.bump()
+
+
+def _on_rebind(obj: bpy.types.Object) -> None:
+    viewport.forget(obj)
+
+
+_HANDLERS = (
+    ("load_post", on_load_post),
+    ("save_pre", on_save_pre),
+    ("save_post", on_save_post),
+    ("undo_post", on_undo_redo),
+    ("redo_post", on_undo_redo),
+    ("depsgraph_update_post", on_depsgraph_update),
+    ("frame_change_post", on_frame_change),
+)
+
+
+def _rearm_after_register() -> None:
+    """bpy.data is read-only while add-ons register at startup: re-apply on the first tick."""
+    reapply_all()
+    return None
+
+
+def register() -> None:
+    for name, func in _HANDLERS:
+        getattr(bpy.app.handlers, name).append(func)
+    operators.rebind_listeners.append(_on_rebind)
+    bpy.app.timers.register(_rearm_after_register, first_interval=0.0)
+
+
+def unregister() -> None:
+    if bpy.app.timers.is_registered(_rearm_after_register):
+        bpy.app.timers.unregister(_rearm_after_register)
+    operators.rebind_listeners.remove(_on_rebind)
+    for name, func in reversed(_HANDLERS):
+        getattr(bpy.app.handlers, name).remove(func)
+    restore_all()  # disabling or uninstalling leaves the user's objects exactly as they were
+    rig.forget_all()

@@ -1,0 +1,70 @@
+"""Session-wide test setup shared by core, Blender and GPU tests.
+
+This file must not import bpy: core tests run without Blender. It runs before any test module, so before
+anything imports bpy, which makes it the place to isolate Blender's user directories: the bpy module reads
+``BLENDER_USER_*`` once, on first import, and installs extensions, preferences and caches there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Variables that would override BLENDER_USER_RESOURCES for one kind of directory, or inject extra add-ons.
+_BLENDER_DIR_OVERRIDES = (
+    "BLENDER_USER_CONFIG",
+    "BLENDER_USER_SCRIPTS",
+    "BLENDER_USER_EXTENSIONS",
+    "BLENDER_USER_DATAFILES",
+    "BLENDER_SYSTEM_SCRIPTS",
+    "BLENDER_SYSTEM_EXTENSIONS",
+)
+
+
+def _isolate_blender_user_dirs() -> Path:
+    """Point every Blender user directory at a fresh temporary folder for this test session."""
+    if "bpy" in sys.modules:
+        raise RuntimeError(
+            "bpy was imported before tests/conftest.py could isolate Blender's user directories; "
+            "installed extensions would leak into the real ~/.config/blender"
+        )
+    user_dir = Path(tempfile.mkdtemp(prefix="hybrid_skin_blender_user_"))
+    for name in _BLENDER_DIR_OVERRIDES:
+        os.environ.pop(name, None)
+    os.environ["BLENDER_USER_RESOURCES"] = str(user_dir)
+    return user_dir
+
+
+BLENDER_USER_DIR = _isolate_blender_user_dirs()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(BLENDER_USER_DIR, ignore_errors=True)
+
+
+def assets_dir() -> Path:
+    """Shared test assets (glTF rigs): ``$HYBRID_SKIN_ASSETS``, else ``<repo>/../shared/assets``."""
+    override = os.environ.get("HYBRID_SKIN_ASSETS")
+    return Path(override).resolve() if override else (REPO_ROOT.parent / "shared" / "assets").resolve()
+
+
+@pytest.fixture(scope="session")
+def assets() -> Path:
+    """The shared assets folder; fails (never skips) when it is missing so lost coverage is visible."""
+    path = assets_dir()
+    if not path.is_dir():
+        pytest.fail(f"test assets not found at {path}; set HYBRID_SKIN_ASSETS to the glTF rigs folder")
+    return path
+
+
+@pytest.fixture(scope="session")
+def blender_user_dir() -> Path:
+    """The temporary folder that stands in for ~/.config/blender/<version> during this session."""
+    return BLENDER_USER_DIR
