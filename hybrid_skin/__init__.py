@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-_MODULES = ("properties", "operators", "panel", "viewport", "handlers")
+_MODULES = ("properties", "operators", "operators_bake", "panel", "viewport", "handlers")
 
 
 def _modules():

@@ -165,12 +165,30 @@ def _viewport_disabled(mods: list[bpy.types.Modifier]):
             m.show_viewport = state
 
 
+@contextmanager
+def _keys_muted(mesh: bpy.types.Mesh, names: tuple[str, ...]):
+    """Temporarily mute shape keys (our own baked keys must not feed back into the rest input)."""
+    blocks = [mesh.shape_keys.key_blocks[n] for n in names if mesh.shape_keys and n in mesh.shape_keys.key_blocks]
+    saved = [(kb, kb.mute) for kb in blocks]
+    try:
+        for kb in blocks:
+            kb.mute = True
+        yield
+    finally:
+        for kb, mute in saved:
+            kb.mute = mute
+
+
 def rest_geometry(
-    obj: bpy.types.Object, mod: bpy.types.Modifier, depsgraph: bpy.types.Depsgraph
+    obj: bpy.types.Object,
+    mod: bpy.types.Modifier,
+    depsgraph: bpy.types.Depsgraph,
+    exclude_keys: tuple[str, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions and vertex normals ``(N, 3)`` that the Armature modifier receives (mesh local space).
 
-    Shape keys and enabled modifiers above the Armature modifier are applied. When the mesh has
+    Shape keys (except ``exclude_keys``, Hybrid Skin's own baked keys) and enabled modifiers above the
+    Armature modifier are applied. When the mesh has
     neither, that is the mesh itself. Otherwise the object is evaluated with the Armature modifier
     and everything after it hidden (as in GPU display mode); the user's settings are restored.
     """
@@ -182,8 +200,8 @@ def rest_geometry(
     if not before and mesh.shape_keys is None:
         return _flat(mesh.vertices, "co", n, 3), _flat(mesh.vertex_normals, "vector", n, 3)
     tail = [m for m in stack[at:] if m.show_viewport]
-    with _viewport_disabled(tail):
-        if tail:
+    with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
+        if tail or exclude_keys:
             depsgraph.update()
         evaluated = obj.evaluated_get(depsgraph).data
         if len(evaluated.vertices) != n:
@@ -192,7 +210,7 @@ def rest_geometry(
                 "move the Armature modifier above them"
             )
         result = _flat(evaluated.vertices, "co", n, 3), _flat(evaluated.vertex_normals, "vector", n, 3)
-    if tail:
+    if tail or exclude_keys:
         depsgraph.update()
     return result
 

@@ -34,7 +34,23 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             layout.prop_search(settings, "factor_vertex_group", obj, "vertex_groups")
         layout.prop(settings, "display", expand=True)
         layout.operator("hybrid_skin.render_comparison", icon="RENDER_STILL")
+        self.draw_bake(layout, settings)
         self.draw_stats(layout, obj)
+
+    @staticmethod
+    def draw_bake(layout, settings) -> None:
+        box = layout.box()
+        box.label(text="Bake", icon="SHAPEKEY_DATA")
+        if settings.bake_state:
+            box.label(text="Baked: the Armature modifier is bypassed")
+            box.operator("hybrid_skin.clear_bake", icon="TRASH")
+            return
+        row = box.row(align=True)
+        row.operator("hybrid_skin.bake_shape_keys", text="Shape Keys").target = "SHAPE_KEYS"
+        row.operator("hybrid_skin.bake_shape_keys", text="Current Frame").target = "CURRENT"
+        row = box.row(align=True)
+        row.operator("hybrid_skin.bake_shape_keys", text="PC2 Cache").target = "PC2"
+        row.operator("hybrid_skin.bake_shape_keys", text="MDD Cache").target = "MDD"
 
     @staticmethod
     def draw_stats(layout, obj) -> None:

@@ -39,6 +39,9 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
     )
     display: EnumProperty(name="Display", items=DISPLAYS, default="GPU", update=_settings_changed)
     modifier_name: StringProperty(name="Armature Modifier", description="The Armature modifier Hybrid Skin follows")
+    bake_state: StringProperty(
+        name="Bake State", description="What the last bake added, removed exactly by Clear Bake", options={"HIDDEN"}
+    )
     saved_state: StringProperty(
         name="Saved State", description="The object's own settings, restored exactly on remove", options={"HIDDEN"}
     )

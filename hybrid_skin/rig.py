@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import json
+
 import bpy
 import numpy as np
 
@@ -63,6 +65,22 @@ class SkinRig:
         )
         self.bound_target_to_armature = target_to_armature
 
+    def refresh_rest(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> bool:
+        """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
+        mod = obj.modifiers.get(self.modifier_name)
+        if mod is None:
+            raise bridge.HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
+        stack = list(obj.modifiers)
+        dynamic = obj.data.shape_keys is not None or any(m.show_viewport for m in stack[: stack.index(mod)])
+        if not dynamic:
+            return False
+        positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
+        if np.array_equal(positions, self.rest_positions):
+            return False
+        self.rest_positions = np.ascontiguousarray(positions, dtype=np.float32)
+        self.rest_normals = np.ascontiguousarray(normals, dtype=np.float32)
+        return True
+
     def target_to_armature(self, obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -> np.ndarray:
         return np.linalg.inv(np.linalg.inv(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
 
@@ -82,10 +100,12 @@ class SkinRig:
         deform_factor: float | np.ndarray,
         normals: bool = False,
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        obj_eval = bpy.data.objects[self.object_name].evaluated_get(depsgraph)
+        obj = bpy.data.objects[self.object_name]
+        obj_eval = obj.evaluated_get(depsgraph)
         arm_eval = bpy.data.objects[self.armature_name].evaluated_get(depsgraph)
         t2a = self.target_to_armature(obj_eval, arm_eval)
-        if not np.allclose(t2a, self.bound_target_to_armature, rtol=0.0, atol=1e-9):
+        changed = self.refresh_rest(obj, depsgraph)
+        if changed or not np.allclose(t2a, self.bound_target_to_armature, rtol=0.0, atol=1e-9):
             self.rebuild_binding(t2a, arm_eval)
         return skin(
             self.rest_positions,
@@ -95,6 +115,14 @@ class SkinRig:
             self.rest_normals if normals else None,
             t2a,
         )
+
+
+def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:
+    """Names of the shape keys Hybrid Skin baked on ``obj`` (excluded from the rest input)."""
+    settings = getattr(obj, "hybrid_skin", None)
+    if settings is None or not settings.bake_state:
+        return ()
+    return tuple(json.loads(settings.bake_state).get("keys", ()))
 
 
 def _fingerprint(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> tuple:
@@ -124,7 +152,7 @@ def bind(
     arm = bridge.validate(obj, mod)
     bones = bridge.deform_bones(arm)
     arm_eval = arm.evaluated_get(depsgraph)
-    positions, normals = bridge.rest_geometry(obj, mod, depsgraph)
+    positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
     counts, groups, weights = bridge.read_vertex_group_entries(obj.data)
 
     group_names = [g.name for g in obj.vertex_groups]

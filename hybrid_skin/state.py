@@ -67,8 +67,8 @@ def apply(obj: bpy.types.Object) -> None:
     restore(obj)
     settings = obj.hybrid_skin
     mod = _armature_modifier(obj)
-    if not settings.enabled or mod is None:
-        return
+    if not settings.enabled or mod is None or settings.bake_state:
+        return  # a bake shows the result through its own shape keys or cache
     saved: dict = {
         "armature_modifier": mod.name,
         "display_type": obj.display_type,
@@ -138,7 +138,7 @@ def settings_changed(obj: bpy.types.Object) -> None:
     settings = obj.hybrid_skin
     saved = json.loads(settings.saved_state) if settings.saved_state else None
     mode = None if saved is None else ("CPU" if "added_modifier" in saved else "GPU")
-    wanted = settings.display if settings.enabled else None
+    wanted = settings.display if settings.enabled and not settings.bake_state else None
     if mode != wanted:
         apply(obj)
     elif wanted == "CPU":

@@ -74,7 +74,8 @@ def draw_callback() -> None:
     depsgraph = context.evaluated_depsgraph_get()
     view_projection = np.array(region.perspective_matrix, dtype=np.float32)
     for obj in view_layer.objects:
-        if obj.type != "MESH" or not obj.hybrid_skin.enabled or obj.hybrid_skin.display != "GPU":
+        settings = obj.hybrid_skin if obj.type == "MESH" else None
+        if settings is None or not settings.enabled or settings.display != "GPU" or settings.bake_state:
             continue
         if not obj.visible_get(view_layer=view_layer, viewport=space):
             continue
