@@ -87,6 +87,13 @@ def deform_bones(arm: bpy.types.Object) -> DeformBones:
     sel = pose_order[use[pose_order]]
     names = tuple(bones[int(i)].name for i in sel)
     curved = np.array([bones[int(i)].bbone_mapping_mode == "CURVED" for i in sel], dtype=bool)
+    position = {name: d for d, name in enumerate(names)}
+    parent = np.full(len(names), -1, dtype=np.int64)
+    for d, name in enumerate(names):
+        ancestor = bones[name].parent
+        while ancestor is not None and ancestor.name not in position:
+            ancestor = ancestor.parent
+        parent[d] = -1 if ancestor is None else position[ancestor.name]
     return DeformBones(
         names=names,
         rest=_matrices(bones, "matrix_local", n)[sel].astype(np.float64),
@@ -100,6 +107,7 @@ def deform_bones(arm: bpy.types.Object) -> DeformBones:
         envelope_weight=_flat(bones, "envelope_weight", n, 1)[sel].astype(np.float64),
         envelope_multiply=_flat(bones, "use_envelope_multiply", n, 1, dtype=bool)[sel],
         curved=curved,
+        parent=parent,
     )
 
 

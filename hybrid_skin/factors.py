@@ -25,7 +25,9 @@ def _check(value: float | np.ndarray, n: int) -> float | np.ndarray:
 
 
 def vertex_factors(obj: bpy.types.Object, rig: SkinRig, override: float | np.ndarray | None = None):
-    """The factor to skin ``obj`` with: ``override`` if given, else from ``obj.hybrid_skin``."""
+    """The factor to skin ``obj`` with: ``override`` if given, else from ``obj.hybrid_skin``.
+
+    Returns a scalar, an ``(N,)`` array, or ``"AUTO"`` (computed per frame from the pose)."""
     n = rig.vertex_count
     if override is not None:
         return _check(override, n)
@@ -33,6 +35,8 @@ def vertex_factors(obj: bpy.types.Object, rig: SkinRig, override: float | np.nda
     if settings is None:
         return DEFAULT_FACTOR
     base = float(settings.deform_factor)
+    if settings.factor_mode == "AUTO":
+        return "AUTO"  # resolved per frame from the pose by SkinRig.evaluate
     if settings.factor_mode == "VERTEX_GROUP":
         gi = obj.vertex_groups.find(settings.factor_vertex_group)
         if gi < 0:

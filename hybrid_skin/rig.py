@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from . import bridge
+from .core import autofactor
 from .core import binding as core_binding
 from .core.skinning import BonePalette, SkinBinding, bone_palette, skin
 
@@ -84,22 +85,32 @@ class SkinRig:
     def target_to_armature(self, obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -> np.ndarray:
         return np.linalg.inv(np.linalg.inv(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
 
-    def palette(self, arm_eval: bpy.types.Object) -> BonePalette:
-        """Bone matrices and dual quaternions of the evaluated pose (O(bones))."""
+    def deform_matrices(self, arm_eval: bpy.types.Object) -> np.ndarray:
+        """Deform matrices of every palette entry for the evaluated pose ``(V, 4, 4)`` (O(bones))."""
         channel = bridge.channel_matrices(arm_eval, self.pose_index)
-        if self.rest_segments:
-            pose_segments = bridge.segment_matrices(arm_eval, self.bones, rest=False)
-            deform = core_binding.virtual_deform_matrices(self.bones, channel, pose_segments, self.rest_segments)
-        else:
-            deform = channel
-        return bone_palette(deform, self.virtual_rest)
+        if not self.rest_segments:
+            return channel
+        pose_segments = bridge.segment_matrices(arm_eval, self.bones, rest=False)
+        return core_binding.virtual_deform_matrices(self.bones, channel, pose_segments, self.rest_segments)
+
+    def palette(self, arm_eval: bpy.types.Object, deform: np.ndarray | None = None) -> BonePalette:
+        """Bone matrices and dual quaternions of the evaluated pose (O(bones))."""
+        return bone_palette(self.deform_matrices(arm_eval) if deform is None else deform, self.virtual_rest)
+
+    def auto_bone_data(self, deform: np.ndarray) -> np.ndarray:
+        """Per palette bone ``(V, 4)`` accumulated twist and swing for the AUTO factor (O(bones))."""
+        return autofactor.bone_factor_data(deform, self.virtual_rest, self.bones.virtual_parents())
+
+    def auto_factors(self, deform: np.ndarray) -> np.ndarray:
+        return autofactor.vertex_factors(self.auto_bone_data(deform), self.binding.bone_indices, self.binding.weights)
 
     def evaluate(
         self,
         depsgraph: bpy.types.Depsgraph,
-        deform_factor: float | np.ndarray,
+        deform_factor: float | np.ndarray | str,
         normals: bool = False,
     ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Skin at the depsgraph's frame; ``deform_factor`` may be ``"AUTO"`` (per vertex, from the pose)."""
         obj = bpy.data.objects[self.object_name]
         obj_eval = obj.evaluated_get(depsgraph)
         arm_eval = bpy.data.objects[self.armature_name].evaluated_get(depsgraph)
@@ -107,10 +118,13 @@ class SkinRig:
         changed = self.refresh_rest(obj, depsgraph)
         if changed or not np.allclose(t2a, self.bound_target_to_armature, rtol=0.0, atol=1e-9):
             self.rebuild_binding(t2a, arm_eval)
+        deform = self.deform_matrices(arm_eval)
+        if isinstance(deform_factor, str) and deform_factor == "AUTO":
+            deform_factor = self.auto_factors(deform)
         return skin(
             self.rest_positions,
             self.binding,
-            self.palette(arm_eval),
+            self.palette(arm_eval, deform),
             deform_factor,
             self.rest_normals if normals else None,
             t2a,

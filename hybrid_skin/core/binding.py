@@ -48,6 +48,7 @@ class DeformBones:
     length: ``(D,)`` bone lengths. head, tail: ``(D, 3)``. head_radius, tail_radius, envelope_distance,
     envelope_weight: ``(D,)``. envelope_multiply: ``(D,)`` bool.
     curved: ``(D,)`` bool, B-bones with the curved segment mapping.
+    parent: ``(D,)`` index of the nearest deforming ancestor, -1 for none (used by the AUTO factor).
     """
 
     names: tuple[str, ...]
@@ -62,6 +63,7 @@ class DeformBones:
     envelope_weight: np.ndarray
     envelope_multiply: np.ndarray
     curved: np.ndarray
+    parent: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -82,6 +84,18 @@ class DeformBones:
     @property
     def virtual_count(self) -> int:
         return int(self.virtual_counts.sum())
+
+    def virtual_parents(self) -> np.ndarray:
+        """Parent of every palette entry: the previous segment joint within a B-bone, else the last
+        entry of the nearest deforming ancestor (so twist and swing accumulate along segments)."""
+        counts, base = self.virtual_counts, self.virtual_base
+        parent = np.full(self.count, -1) if self.parent is None else np.asarray(self.parent)
+        out = np.empty(self.virtual_count, dtype=np.int64)
+        for d in range(self.count):
+            p = parent[d]
+            out[base[d]] = -1 if p < 0 else base[p] + counts[p] - 1
+            out[base[d] + 1 : base[d] + counts[d]] = np.arange(base[d], base[d] + counts[d] - 1)
+        return out
 
 
 def envelope_falloff(points: np.ndarray, bones: DeformBones, bone: np.ndarray) -> np.ndarray:

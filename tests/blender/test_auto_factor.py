@@ -1,0 +1,36 @@
+"""factor_mode = 'AUTO' through the installed add-on: factors follow the pose, positions equal Blender's mix."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from tests.blender.scenes import bbox_diagonal, make_chain_armature, make_cylinder, native_positions, pose_bone, skin_to_chain
+
+
+def test_auto_factor_bend_joint_vs_twist_joint(addon):
+    arm = make_chain_armature("Rig", [1.0, 1.0, 1.0])
+    cyl = make_cylinder("Limb", height=3.0, rings=36)
+    skin_to_chain(cyl, arm, blend=0.4)
+    pose_bone(arm, "Bone1", (120, 0, 0))  # bend at the joint z = 1
+    pose_bone(arm, "Bone2", (0, 170, 0))  # twist about the bone axis at z = 2 (bone Y = world Z)
+    bpy.context.view_layer.objects.active = cyl
+    bpy.ops.hybrid_skin.add()
+    cyl.hybrid_skin.factor_mode = "AUTO"
+
+    from bl_ext.user_default.hybrid_skin import rig
+
+    dg = bpy.context.evaluated_depsgraph_get()
+    bound = rig.cached_rig(cyl, dg)
+    arm_eval = arm.evaluated_get(dg)
+    factors = bound.auto_factors(bound.deform_matrices(arm_eval))
+    z = np.array([v.co.z for v in cyl.data.vertices])
+    bend_zone, twist_zone = np.abs(z - 1.0) < 0.15, np.abs(z - 2.0) < 0.15
+    assert 0.4 <= factors[bend_zone].min() and factors[bend_zone].max() <= 0.7
+    assert factors[twist_zone].min() >= 0.85
+
+    ours = addon.api.deformed_positions(cyl)  # the object's own setting: AUTO
+    ref = native_positions(cyl, np.round(factors, 6))
+    assert np.abs(ours - ref).max() <= 1e-5 * bbox_diagonal(ref)
+    fixed = addon.api.deformed_positions(cyl, 0.5)
+    assert np.abs(ours - fixed).max() > 1e-3  # AUTO really differs from a global factor
