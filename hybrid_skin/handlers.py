@@ -10,6 +10,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import operators, rig, state, viewport
+from .core import skinning
 
 
 def enabled_objects() -> list[bpy.types.Object]:
@@ -102,3 +103,4 @@ def unregister() -> None:
         getattr(bpy.app.handlers, name).remove(func)
     restore_all()  # disabling or uninstalling leaves the user's objects exactly as they were
     rig.forget_all()
+    skinning.shutdown()

@@ -19,6 +19,8 @@ as Blender's ``premat``/``postmat`` do, so non-rigid object transforms are handl
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -26,10 +28,37 @@ import numpy as np
 
 from .dualquat import bone_dual_quaternions
 
-__all__ = ["BonePalette", "SkinBinding", "bone_palette", "skin", "skin_matrices", "cofactor_apply"]
+__all__ = ["BonePalette", "SkinBinding", "bone_palette", "cofactor_apply", "shutdown", "skin", "skin_matrices"]
 
 #: Vertices per chunk: keeps the per-chunk working set in the CPU cache.
 CHUNK = 16384
+
+#: Chunks run on this many threads (numpy releases the GIL in take/einsum/ufuncs), as Blender's own
+#: Armature modifier uses every core.
+THREADS = max(1, min(8, os.cpu_count() or 1))
+_POOL: ThreadPoolExecutor | None = None
+
+
+def shutdown() -> None:
+    """Stop the worker threads (the add-on's unregister calls this; the pool restarts on demand)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL.shutdown(wait=True)
+        _POOL = None
+
+
+def _map_chunks(job, n: int) -> None:
+    """Run ``job(start, end)`` over all chunks, on the thread pool when there is more than one."""
+    global _POOL
+    starts = range(0, n, CHUNK)
+    if THREADS == 1 or len(starts) == 1:
+        for s in starts:
+            job(s, min(s + CHUNK, n))
+        return
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="hybrid_skin")
+    for _ in _POOL.map(lambda s: job(s, min(s + CHUNK, n)), starts):
+        pass
 
 
 @dataclass(frozen=True)
@@ -176,6 +205,74 @@ def _chunk_matrices(
     return m
 
 
+def _bone_table(pal: BonePalette) -> np.ndarray:
+    """``(B, 20)`` rows ``[LBS matrix (12) | real (4) | dual (4)]``, plus ``pivot (12)`` when some bone
+    is scaled: one gather for all per-bone data."""
+    b = pal.bone_count
+    parts = [pal.matrices.reshape(b, 12), pal.real, pal.dual]
+    return np.ascontiguousarray(np.concatenate(parts, 1))
+
+
+def _chunk_positions(
+    p: np.ndarray, idx: np.ndarray, w: np.ndarray, infl: np.ndarray, pal: BonePalette, table: np.ndarray,
+    f: float | np.ndarray,
+) -> np.ndarray:
+    """Hybrid positions of one chunk without building per-vertex matrices (same formulas as
+    :func:`_chunk_matrices`, since ``M @ p = (1-f)·T @ p + f·Q @ p``); the hot path of :func:`skin`."""
+    n, k_count = idx.shape
+    scalar_f = isinstance(f, float)
+    g = np.take(table, idx, axis=0)  # (n, K, 20 or 32), far faster than fancy indexing
+    out = None
+    if not (scalar_f and f >= 1.0):
+        lin = np.einsum("nk,nkc->nc", w, g[:, :, :12]).reshape(n, 3, 4)
+        out = np.einsum("nij,nj->ni", lin[:, :, :3], p)
+        out += lin[:, :, 3]
+    if not (scalar_f and f <= 0.0):
+        q = _dual_quaternion_positions(p, idx, w, g, pal)
+        if out is None:
+            out = q
+        else:
+            q -= out
+            q *= f if scalar_f else f[:, None]
+            out += q
+    if not np.all(infl == 1.0):
+        out -= p
+        out *= infl[:, None]
+        out += p
+    return out
+
+
+def _dual_quaternion_positions(
+    p: np.ndarray, idx: np.ndarray, w: np.ndarray, g: np.ndarray, pal: BonePalette
+) -> np.ndarray:
+    """``Q @ p`` of the blended dual quaternions (Blender's sign rule), applied without a matrix:
+    ``p + 2·(v × e + r_w·t_v − t_w·v) / |r|²`` with ``e = v × p + r_w·p + t_v``."""
+    real = w[:, 0, None] * g[:, 0, 12:16]
+    signed = w.copy()
+    for k in range(1, idx.shape[1]):
+        bone = g[:, k, 12:16]
+        flip = np.einsum("nc,nc->n", real, bone) < 0.0
+        np.negative(signed[:, k], out=signed[:, k], where=flip)
+        real += signed[:, k, None] * bone
+    dual = np.einsum("nk,nkc->nc", signed, g[:, :, 16:20])
+    if pal.pivot is not None:
+        pivot = np.einsum("nk,nkij->nij", signed, np.take(pal.pivot, idx, axis=0))
+        dual += np.einsum("nij,nj->ni", pivot, p)
+    norm_sq = np.einsum("nc,nc->n", real, real)
+    scale = np.divide(2.0, norm_sq, out=np.zeros_like(norm_sq), where=norm_sq > 0)
+    rw, x, y, z = real.T
+    tw, tx, ty, tz = dual.T
+    px, py, pz = p.T
+    ex = y * pz - z * py + rw * px + tx
+    ey = z * px - x * pz + rw * py + ty
+    ez = x * py - y * px + rw * pz + tz
+    out = np.empty_like(p)
+    out[:, 0] = (y * ez - z * ey + rw * tx - tw * x) * scale + px
+    out[:, 1] = (z * ex - x * ez + rw * ty - tw * y) * scale + py
+    out[:, 2] = (x * ey - y * ex + rw * tz - tw * z) * scale + pz
+    return out
+
+
 def cofactor_apply(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """``cofactor(m) @ n`` for ``(n, 3, ≥3)`` matrices: the normal transform without an inverse."""
     r0, r1, r2 = m[:, 0, :3], m[:, 1, :3], m[:, 2, :3]
@@ -251,15 +348,19 @@ def skin(
 
     out_p = np.empty((n, 3), dtype=np.float32)
     out_n = None if nrm is None else np.empty((n, 3), dtype=np.float32)
-    for s in range(0, n, CHUNK):
-        e = min(s + CHUNK, n)
+    table = _bone_table(palette)
+
+    def job(s: int, e: int) -> None:
         fc = f if isinstance(f, float) else f[s:e]
-        m = _chunk_matrices(
-            p[s:e], binding.bone_indices[s:e], binding.weights[s:e], binding.influence[s:e], palette, fc
-        )
+        idx, w, infl = binding.bone_indices[s:e], binding.weights[s:e], binding.influence[s:e]
+        if out_n is None:  # positions only: no per-vertex matrices needed
+            out_p[s:e] = _chunk_positions(p[s:e], idx, w, infl, palette, table, fc)
+            return
+        m = _chunk_matrices(p[s:e], idx, w, infl, palette, fc)
         out_p[s:e] = np.einsum("nij,nj->ni", m[:, :, :3], p[s:e]) + m[:, :, 3]
-        if out_n is not None:
-            out_n[s:e] = cofactor_apply(m, nrm[s:e])
+        out_n[s:e] = cofactor_apply(m, nrm[s:e])
+
+    _map_chunks(job, n)
     if post is not None:
         out_p = (out_p @ post[:3, :3].T.astype(np.float32)) + post[:3, 3].astype(np.float32)
         if out_n is not None:

@@ -1,0 +1,77 @@
+"""Blender's own deformation of a skinned mesh, for comparisons (demo, benchmarks).
+
+LBS is the Armature modifier, DQS the same modifier with Preserve Volume, and the hybrid at factor f is
+Blender's two-modifier mix: an LBS Armature modifier followed by a Preserve Volume one with Multi
+Modifier and a vertex group of weight f, which interpolates (1-f)·LBS + f·DQS per vertex. Every
+setting touched is restored, and helper modifiers and groups are removed, before returning.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import bpy
+import numpy as np
+
+__all__ = ["FACTOR_GROUP", "evaluated_positions", "native_mix", "native_positions"]
+
+FACTOR_GROUP = "HS_native_factor"
+
+
+def evaluated_positions(obj: bpy.types.Object) -> np.ndarray:
+    """Evaluated vertex positions ``(N, 3)`` float32 in the object's local space."""
+    mesh = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    out = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", out)
+    return out.reshape(-1, 3)
+
+
+def _armature_modifier(obj: bpy.types.Object) -> bpy.types.ArmatureModifier:
+    return next(m for m in obj.modifiers if m.type == "ARMATURE")
+
+
+@contextmanager
+def native_mix(obj: bpy.types.Object, deform_factor: float):
+    """Within the block, ``obj`` evaluates to Blender's LBS/DQS mix at scalar ``deform_factor``."""
+    mod = _armature_modifier(obj)
+    saved = (mod.use_deform_preserve_volume, mod.show_viewport)
+    group = extra = None
+    try:
+        mod.show_viewport = True
+        if deform_factor in (0.0, 1.0):
+            mod.use_deform_preserve_volume = deform_factor == 1.0
+        else:
+            mod.use_deform_preserve_volume = False
+            group = obj.vertex_groups.new(name=FACTOR_GROUP)
+            group.add(range(len(obj.data.vertices)), float(deform_factor), "REPLACE")
+            extra = obj.modifiers.new("HS_native_dqs", "ARMATURE")
+            extra.object = mod.object
+            extra.use_deform_preserve_volume = True
+            extra.use_multi_modifier = True
+            extra.vertex_group = FACTOR_GROUP
+            extra.use_vertex_groups = mod.use_vertex_groups
+            extra.use_bone_envelopes = mod.use_bone_envelopes
+            obj.modifiers.move(len(obj.modifiers) - 1, list(obj.modifiers).index(mod) + 1)
+        bpy.context.view_layer.update()
+        yield
+    finally:
+        if extra is not None:
+            obj.modifiers.remove(extra)
+        if group is not None:
+            obj.vertex_groups.remove(group)
+        mod.use_deform_preserve_volume, mod.show_viewport = saved
+        bpy.context.view_layer.update()
+
+
+def native_positions(obj: bpy.types.Object, deform_factor: float) -> np.ndarray:
+    """Blender's own result at scalar ``deform_factor``: LBS (0), Preserve Volume (1) or the mix.
+
+    With a mask vertex group on the modifier the multi-modifier setup cannot mask the DQS part, so the
+    mix is then taken from Blender's masked LBS and masked DQS results.
+    """
+    mod = _armature_modifier(obj)
+    if mod.vertex_group and deform_factor not in (0.0, 1.0):
+        lbs, dqs = native_positions(obj, 0.0), native_positions(obj, 1.0)
+        return ((1.0 - deform_factor) * lbs + deform_factor * dqs).astype(np.float32)
+    with native_mix(obj, deform_factor):
+        return evaluated_positions(obj)

@@ -1,0 +1,246 @@
+"""Hybrid Skin benchmarks: ratios against Blender's own deformation, measured in one run.
+
+Run with ``make bench``. Prints a table (median of several repetitions) and whether each target is
+met; never fails on a missed target (exit 0), only on errors.
+
+P1  core hybrid ``skin()`` per frame ÷ Blender's two-modifier LBS + Preserve Volume mix per frame
+P2  GPU path: CPU time of one pose update, 1M ÷ 10k vertices, and 1M ÷ native Armature modifier
+P3  bind time per million weight entries (bridge read, whole ``rig.bind``), vs a plain Python loop
+P4  GPU draw (slot)    P5  (slot)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path[:0] = [str(REPO), str(HERE)]
+
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+import scene  # noqa: E402
+
+from hybrid_skin import bridge, rig  # noqa: E402
+from hybrid_skin.core.skinning import THREADS, skin  # noqa: E402
+
+BONES = 48
+FACTOR = 0.5
+SIZES = (10_000, 100_000, 1_000_000)
+REPEATS = {10_000: 40, 100_000: 20, 1_000_000: 5}
+BIND_SIZES = (100_000, 1_000_000)
+
+
+@dataclass
+class Row:
+    name: str
+    ours_ms: float
+    native_ms: float | None
+    ratio: float | None
+    target: float | None
+    stretch: float | None = None
+    note: str = ""
+
+    def met(self) -> str:
+        if self.ratio is None or self.target is None:
+            return "-"
+        if self.stretch is not None and self.ratio <= self.stretch:
+            return "yes (stretch)"
+        return "yes" if self.ratio <= self.target else "NO"
+
+
+def median_ms(fn: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def interleaved_ms(fns: list[Callable[[], object]], repeats: int) -> list[float]:
+    """Median ms of each function, run in alternating rounds so load drift hits all of them alike."""
+    for fn in fns:
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, out in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return [1e3 * statistics.median(t) for t in times]
+
+
+def hardware() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} logical cores, numpy {np.__version__}"
+
+
+def evaluated_positions(obj: bpy.types.Object) -> np.ndarray:
+    me = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    out = np.empty(len(me.vertices) * 3, np.float32)
+    me.vertices.foreach_get("co", out)
+    return out.reshape(-1, 3)
+
+
+# --------------------------------------------------------------------------------------------- P3
+def python_loop_entries(mesh: bpy.types.Mesh) -> int:
+    """The baseline: iterate ``MeshVertex.groups`` in Python."""
+    groups, weights = [], []
+    for v in mesh.vertices:
+        for g in v.groups:
+            groups.append(g.group)
+            weights.append(g.weight)
+    np.asarray(groups, np.int32), np.asarray(weights, np.float32)
+    return len(groups)
+
+
+def bench_bind(obj: bpy.types.Object, entries: int, repeats: int, baseline: bool) -> list[Row]:
+    per_million = 1e6 / entries
+    dg = bpy.context.evaluated_depsgraph_get()
+    n = round(len(obj.data.vertices), -3)
+    read = median_ms(lambda: bridge.read_vertex_group_entries(obj.data), repeats, warmup=0)
+    whole = median_ms(lambda: rig.bind(obj, dg), repeats, warmup=0)
+    label = f"{n // 1000}k v, {entries / 1e6:.1f}M entries"
+    rows = [
+        Row(f"P3 read_vertex_group_entries /M ({label})", read * per_million, None,
+            read * per_million / 1e3, 0.3),
+        Row(f"P3 rig.bind /M ({label})", whole * per_million, None, whole * per_million / 1e3, 0.3),
+    ]
+    if baseline:
+        loop = median_ms(lambda: python_loop_entries(obj.data), 1, warmup=0)
+        rows.append(Row(f"P3 baseline: Python loop over v.groups /M ({label})", loop * per_million, None,
+                        loop * per_million / 1e3, None, note="baseline, s per M entries"))
+    for r in rows:
+        r.note = r.note or "ratio column = s per M entries"
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- P1
+def bench_frame(obj, arm, n: int, repeats: int) -> list[Row]:
+    """``n`` is the nominal size (the generated grid has within 1% of it)."""
+    poses = [scene.random_pose(arm, seed) for seed in (11, 12)]
+    view_layer = bpy.context.view_layer
+
+    # Native: prove that the modifiers really re-evaluate when the pose flips.
+    scene.set_pose(arm, poses[0])
+    view_layer.update()
+    first = evaluated_positions(obj)
+    scene.set_pose(arm, poses[1])
+    view_layer.update()
+    second = evaluated_positions(obj)
+    if np.allclose(first, second):
+        raise RuntimeError("native modifiers did not re-evaluate after a pose change: timing void")
+
+    state = {"i": 0}
+
+    def native_frame():
+        state["i"] ^= 1
+        scene.set_pose(arm, poses[state["i"]])
+        view_layer.update()
+
+    # Ours: the same poses, bound through the real bridge; core skin() only, then the whole evaluate.
+    dg = bpy.context.evaluated_depsgraph_get()
+    bound = rig.bind(obj, dg, "Armature")
+    arm_eval = arm.evaluated_get(dg)
+    palette = bound.palette(arm_eval)
+    t2a = bound.target_to_armature(obj.evaluated_get(dg), arm_eval)
+    native, ours, evaluate = interleaved_ms(
+        [native_frame,
+         lambda: skin(bound.rest_positions, bound.binding, palette, FACTOR, None, t2a),
+         lambda: bound.evaluate(dg, FACTOR)],
+        repeats,
+    )
+
+    # Sanity: our result agrees with Blender's mix (same pose that is evaluated now).
+    err = float(np.abs(bound.evaluate(dg, FACTOR)[0] - evaluated_positions(obj)).max())
+    label = f"{n // 1000}k v" if n < 1_000_000 else f"{n // 1_000_000}M v"
+    target = 1.0 if n == 100_000 else None
+    return [
+        Row(f"P1 skin() f=0.5 ÷ native mix ({label})", ours, native, ours / native, target,
+            0.7 if target else None, note=f"max |ours-native| {err:.1e}"),
+        Row(f"P1 SkinRig.evaluate f=0.5 ÷ native mix ({label})", evaluate, native, evaluate / native, None),
+    ]
+
+
+# --------------------------------------------------------------------------------------- P2/P4/P5
+def gpu_available() -> bool:
+    return importlib.util.find_spec("hybrid_skin.gpu.resources") is not None
+
+
+def bench_gpu_update() -> list[Row]:
+    """P2: CPU time of one GPU-path pose update (slot; needs hybrid_skin.gpu.resources.GpuSkin)."""
+    return [Row("P2 GPU update 1M ÷ 10k, and ÷ native at 1M", float("nan"), None, None, 1.2,
+                note="skipped: hybrid_skin/gpu/resources.py not available")]
+
+
+def bench_gpu_draw() -> list[Row]:
+    return [Row("P4 GPU draw", float("nan"), None, None, None, note="slot: not measured yet")]
+
+
+def bench_p5() -> list[Row]:
+    return [Row("P5", float("nan"), None, None, None, note="slot: not defined yet")]
+
+
+# ------------------------------------------------------------------------------------------ report
+def print_table(rows: list[Row]) -> None:
+    head = (f"{'benchmark':<62} {'ours ms':>10} {'native ms':>10} {'ratio':>8} {'target':>7}"
+            f" {'met?':>14}  note")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        native = "-" if r.native_ms is None else f"{r.native_ms:10.2f}"
+        ratio = "-" if r.ratio is None else f"{r.ratio:8.3f}"
+        target = "-" if r.target is None else f"≤{r.target:g}" + (f"/{r.stretch:g}" if r.stretch else "")
+        print(f"{r.name:<62} {r.ours_ms:10.2f} {native:>10} {ratio:>8} {target:>7}"
+              f" {r.met():>14}  {r.note}")
+
+
+def main() -> int:
+    t_start = time.perf_counter()
+    print(f"Blender {bpy.app.version_string} (bpy module), {hardware()}")
+    print(f"{BONES} bones, {scene.INFLUENCES} influences per vertex, deform factor {FACTOR}, median of"
+          f" interleaved repeats; Blender's modifiers and the numpy core (chunks on {THREADS} threads) both"
+          " use every core\n")
+    rows: list[Row] = []
+    for n in SIZES:
+        scene.clear_scene()
+        arm = scene.make_chain_armature("BenchRig", BONES, height=4.0)
+        obj = scene.make_grid_cylinder("BenchMesh", n, height=4.0)
+        entries = scene.add_random_weights(obj, arm)
+        scene.add_lbs_modifier(obj, arm)
+        bpy.context.view_layer.update()
+        if n in BIND_SIZES:
+            rows += bench_bind(obj, entries, repeats=3 if n < 1_000_000 else 1, baseline=n < 1_000_000)
+        scene.add_native_mix(obj, arm, FACTOR)
+        rows += bench_frame(obj, arm, n, REPEATS[n])
+        print(f"  ... {n:>9,} vertices done at {time.perf_counter() - t_start:5.1f} s", flush=True)
+    rows += bench_gpu_update()
+    rows += bench_gpu_draw()
+    rows += bench_p5()
+    scene.clear_scene()
+    print()
+    print_table(sorted(rows, key=lambda r: r.name[:2]))
+    print(f"\ntotal {time.perf_counter() - t_start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
