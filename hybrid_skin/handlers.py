@@ -65,6 +65,10 @@ def on_depsgraph_update(scene, depsgraph) -> None:
 @persistent
 def on_frame_change(*_args) -> None:
     viewport.bump()
+    for obj in enabled_objects():  # the Evaluated display's AUTO factors follow the pose
+        settings = obj.hybrid_skin
+        if settings.display == "CPU" and settings.factor_mode == "AUTO" and not settings.bake_state:
+            state.write_factor_group(obj, None)
 
 
 def _on_rebind(obj: bpy.types.Object) -> None:

@@ -104,6 +104,10 @@ def apply(obj: bpy.types.Object) -> None:
         write_factor_group(obj, None)
 
 
+#: AUTO factors written to the Evaluated display's group are rounded to this step (one bulk call per value).
+AUTO_STEP = 1.0 / 1024.0
+
+
 def write_factor_group(obj: bpy.types.Object, factors: np.ndarray | None) -> None:
     """Store per-vertex factors in the Evaluated display's vertex group (Blender mixes by its weight)."""
     group = obj.vertex_groups.get(FACTOR_GROUP)
@@ -112,6 +116,8 @@ def write_factor_group(obj: bpy.types.Object, factors: np.ndarray | None) -> Non
     n = len(obj.data.vertices)
     if factors is None:
         factors = _static_factors(obj)
+    if isinstance(factors, str):  # AUTO: from the current pose
+        factors = np.round(_auto_factors(obj) / AUTO_STEP) * AUTO_STEP
     values = np.broadcast_to(np.asarray(factors, dtype=np.float32), (n,))
     everything = list(range(n))
     group.add(everything, 0.0, "REPLACE")
@@ -120,8 +126,19 @@ def write_factor_group(obj: bpy.types.Object, factors: np.ndarray | None) -> Non
             group.add(np.flatnonzero(values == value).tolist(), float(value), "REPLACE")
 
 
-def _static_factors(obj: bpy.types.Object) -> np.ndarray | float:
+def _auto_factors(obj: bpy.types.Object) -> np.ndarray:
+    from .rig import cached_rig  # noqa: PLC0415  (avoid an import cycle at module load)
+
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    rig = cached_rig(obj, depsgraph, obj.hybrid_skin.modifier_name)
+    arm_eval = bpy.data.objects[rig.armature_name].evaluated_get(depsgraph)
+    return rig.auto_factors(rig.deform_matrices(arm_eval))
+
+
+def _static_factors(obj: bpy.types.Object) -> np.ndarray | float | str:
     settings = obj.hybrid_skin
+    if settings.factor_mode == "AUTO":
+        return "AUTO"
     if settings.factor_mode == "VERTEX_GROUP":
         source = obj.vertex_groups.get(settings.factor_vertex_group)
         if source is not None:

@@ -34,3 +34,27 @@ def test_auto_factor_bend_joint_vs_twist_joint(addon):
     assert np.abs(ours - ref).max() <= 1e-5 * bbox_diagonal(ref)
     fixed = addon.api.deformed_positions(cyl, 0.5)
     assert np.abs(ours - fixed).max() > 1e-3  # AUTO really differs from a global factor
+
+
+def test_evaluated_display_follows_auto_factors_per_frame(addon):
+    arm = make_chain_armature("Rig", [1.0, 1.0])
+    cyl = make_cylinder("Limb")
+    skin_to_chain(cyl, arm)
+    pb = arm.pose.bones["Bone1"]
+    pb.rotation_mode = "XYZ"
+    for frame, angles in ((1, (100, 0, 0)), (10, (0, 170, 0))):  # bend, then twist
+        pb.rotation_euler = [np.radians(a) for a in angles]
+        pb.keyframe_insert("rotation_euler", frame=frame)
+    bpy.context.view_layer.objects.active = cyl
+    bpy.ops.hybrid_skin.add()
+    cyl.hybrid_skin.factor_mode = "AUTO"
+    cyl.hybrid_skin.display = "CPU"
+    from tests.blender.scenes import evaluated_positions
+
+    for frame in (1, 10):
+        bpy.context.scene.frame_set(frame)
+        shown = evaluated_positions(cyl)
+        ours = addon.api.deformed_positions(cyl)
+        # Factors are stored at 1/1024 steps: error ≤ half a step × |LBS − DQS|.
+        gap = np.abs(addon.api.deformed_positions(cyl, 0.0) - addon.api.deformed_positions(cyl, 1.0)).max()
+        assert np.abs(shown - ours).max() <= 0.5 / 1024 * gap + 1e-5 * bbox_diagonal(ours)
