@@ -1,0 +1,66 @@
+"""Vertex and bone animation textures for GPU-instanced crowds (seed 002), numpy only.
+
+Pipeline: the Blender side samples each clip (skinned positions/normals, or bone skinning
+matrices) → :mod:`.encode` builds ``(H, W, 4)`` pixels in the chosen :class:`Precision` on a
+:mod:`.layout` → :mod:`.metadata` writes the JSON sidecar (validated by the shipped ``schema.json``)
+→ :mod:`.decode` plays it back exactly as ``shaders/animtex_*.glsl`` do → :mod:`.report` measures
+the error against the rig and picks the cheapest encoding within a tolerance.
+"""
+
+from .decode import (
+    BoneFrames,
+    decode_bone_frames,
+    decode_values,
+    decode_vertex_frames,
+    skin_with_bone_frames,
+)
+from .encode import (
+    AnimationTexture,
+    encode_bone_dq_animation,
+    encode_bone_matrix_animation,
+    encode_vertex_animation,
+)
+from .layout import TEXELS_PER_ITEM, Clip, Kind, TextureLayout, frame_pair, plan_layout
+from .metadata import (
+    FORMAT_VERSION,
+    build_metadata,
+    dumps,
+    load_schema,
+    loads,
+    read_embedded,
+    texture_from_metadata,
+)
+from .quantize import Precision, error_bound
+from .report import EncodingChoice, choose_encoding, clip_errors, error_report, mid_samples
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TEXELS_PER_ITEM",
+    "AnimationTexture",
+    "BoneFrames",
+    "Clip",
+    "EncodingChoice",
+    "Kind",
+    "Precision",
+    "TextureLayout",
+    "build_metadata",
+    "choose_encoding",
+    "clip_errors",
+    "decode_bone_frames",
+    "decode_values",
+    "decode_vertex_frames",
+    "dumps",
+    "encode_bone_dq_animation",
+    "encode_bone_matrix_animation",
+    "encode_vertex_animation",
+    "error_bound",
+    "error_report",
+    "frame_pair",
+    "load_schema",
+    "loads",
+    "mid_samples",
+    "plan_layout",
+    "read_embedded",
+    "skin_with_bone_frames",
+    "texture_from_metadata",
+]

@@ -1,0 +1,226 @@
+"""numpy decoders: the CPU reference for the GLSL in ``shaders/animtex_*.glsl``.
+
+They read the texture the way a shader does - ``texelFetch`` of float channels, ``offset + scale *
+channel`` in float32, linear interpolation between the two stored frames around the sample - so
+comparing them with ground truth measures exactly what playback will show.
+
+Samples are fractional frame indices within a clip (``Clip.sample_at_time`` converts seconds);
+looping clips wrap and others clamp, via :func:`.layout.frame_pair` and the guard band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dualquat import (
+    dual_quaternion_to_matrix,
+    quaternion_from_matrix,
+    quaternion_multiply,
+    quaternion_to_matrix,
+)
+from .encode import AnimationTexture
+from .layout import Kind, frame_pair
+from .quantize import decode_channels
+
+__all__ = [
+    "BoneFrames",
+    "clip_index",
+    "decode_bone_frames",
+    "decode_values",
+    "decode_vertex_frames",
+    "skin_with_bone_frames",
+    "read_item_texels",
+]
+
+
+def clip_index(texture: AnimationTexture, clip: int | str) -> int:
+    """Clip number from an index or a clip name."""
+    if isinstance(clip, str):
+        names = [c.name for c in texture.clips]
+        if clip not in names:
+            raise KeyError(f"no clip {clip!r}; clips are {names}")
+        return names.index(clip)
+    if not 0 <= clip < len(texture.clips):
+        raise IndexError(f"clip {clip} out of range 0..{len(texture.clips) - 1}")
+    return int(clip)
+
+
+def read_item_texels(
+    channels: np.ndarray,
+    texture: AnimationTexture,
+    clip: int,
+    frames: np.ndarray,
+    items: np.ndarray | None = None,
+) -> np.ndarray:
+    """Raw sampler channels ``(S, N, T, 4)`` of ``items`` at clip-local ``frames`` (guard band allowed).
+
+    Whole frame bands are sliced and reshaped (a band is ``rows_per_frame`` rows of ``items_per_row``
+    items of ``T`` texels), which is the layout formula applied to every item at once.
+    """
+    lay = texture.layout
+    rows = lay.frame_rows(clip, np.atleast_1d(frames))[:, None] + np.arange(lay.rows_per_frame)
+    band = channels[rows, : lay.data_width]  # (S, R, P * T, 4)
+    per_item = band.reshape(rows.shape[0], -1, lay.texels_per_item, 4)[:, : lay.item_count]
+    return per_item if items is None else per_item[:, np.asarray(items)]
+
+
+def decode_values(
+    texture: AnimationTexture,
+    clip: int | str,
+    samples: np.ndarray | float,
+    channels: np.ndarray | None = None,
+) -> np.ndarray:
+    """Interpolated decoded texel values ``(S, N, T, 4)`` float32 at fractional ``samples`` ``(S,)``."""
+    c = clip_index(texture, clip)
+    ch = texture.channels() if channels is None else np.asarray(channels, dtype=np.float32)
+    f0, f1, alpha = frame_pair(texture.clips[c].frame_count, texture.clips[c].loop, np.atleast_1d(samples))
+    v0 = decode_channels(read_item_texels(ch, texture, c, f0), texture.decode_offset, texture.decode_scale)
+    v1 = decode_channels(read_item_texels(ch, texture, c, f1), texture.decode_offset, texture.decode_scale)
+    a = alpha[:, None, None, None]
+    return (v0 + a * (v1 - v0)).astype(np.float32)
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.divide(v, length, out=np.zeros_like(v), where=length > 0)
+
+
+def decode_vertex_frames(
+    texture: AnimationTexture,
+    rest_positions: np.ndarray,
+    clip: int | str,
+    samples: np.ndarray | float,
+    channels: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``VERTEX`` texture → ``(positions, normals)`` ``(S, N, 3)`` float32 at fractional ``samples``.
+
+    Positions are ``rest + offset``; normals are renormalised after interpolation (a lerp of unit
+    vectors is shorter than one). ``channels`` lets a caller pass pixels read back from a file.
+    """
+    if texture.kind is not Kind.VERTEX:
+        raise ValueError(f"decode_vertex_frames needs a VERTEX texture, got {texture.kind.value}")
+    v = decode_values(texture, clip, samples, channels)
+    positions = np.asarray(rest_positions, dtype=np.float32)[None] + v[:, :, 0, :3]
+    return positions.astype(np.float32), _normalise(v[:, :, 1, :3]).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class BoneFrames:
+    """Decoded bones at ``S`` samples.
+
+    matrices: ``(S, B, 4, 4)`` skinning matrices ``[A | t]``, the LBS input.
+    real, dual: ``(S, B, 4)`` unit dual quaternion of the rigid part ``[R | u - R c]`` in
+        :mod:`..dualquat`'s convention ``dual = 0.5 * (0, t) * real``: the DQS input.
+    scales: ``(S, B)`` uniform scale ``s`` applied about the pivot before the rigid part, so that
+        ``matrices ≈ [s R | u - s R c]`` (exact for rigid and uniformly scaled bones).
+    pivots: ``(B, 3)`` pivot ``c`` of each bone.
+
+    ``BONE_DQ`` stores ``real`` and ``scales``; for ``BONE_MATRIX`` they are derived from ``A`` the
+    way the shader does it (quaternion of the column-normalised ``A``, mean column length), so both
+    kinds feed the same hybrid skinning.
+    """
+
+    matrices: np.ndarray
+    real: np.ndarray
+    dual: np.ndarray
+    scales: np.ndarray
+    pivots: np.ndarray
+
+
+def decode_bone_frames(
+    texture: AnimationTexture,
+    clip: int | str,
+    samples: np.ndarray | float,
+    channels: np.ndarray | None = None,
+) -> BoneFrames:
+    """Bone texture → :class:`BoneFrames` at fractional ``samples``.
+
+    Matrix textures interpolate the linear part and the pivot position entrywise (the thesis's lerp);
+    dual quaternion textures lerp and renormalise the rotation, which is why they avoid the
+    thesis's low-sample-rate "bobbing" (seed 002 §4.10).
+    """
+    if texture.kind is Kind.VERTEX:
+        raise ValueError("decode_bone_frames needs a BONE_MATRIX or BONE_DQ texture")
+    v = decode_values(texture, clip, samples, channels).astype(np.float64)
+    pivots = np.asarray(texture.bone_pivots, dtype=np.float64)
+    if texture.kind is Kind.BONE_MATRIX:
+        linear, moved = v[..., :3, :3], v[..., :3, 3]
+        real = quaternion_from_matrix(linear)
+        scales = np.linalg.norm(linear, axis=-2).mean(axis=-1)
+        rotation = quaternion_to_matrix(real)
+    else:
+        real = _normalise(v[..., 0, :])
+        rotation = quaternion_to_matrix(real)
+        moved, scales = v[..., 1, :3], v[..., 1, 3]
+        linear = scales[..., None, None] * rotation
+    rigid_t = moved - np.einsum("sbij,bj->sbi", rotation, pivots)
+    dual = 0.5 * quaternion_multiply(np.concatenate([np.zeros(rigid_t.shape[:-1] + (1,)), rigid_t], -1), real)
+    matrices = np.zeros(v.shape[:2] + (4, 4))
+    matrices[..., 3, 3] = 1.0
+    matrices[..., :3, :3] = linear
+    matrices[..., :3, 3] = moved - np.einsum("sbij,bj->sbi", linear, pivots)
+    f32 = np.float32
+    return BoneFrames(
+        matrices.astype(f32), real.astype(f32), dual.astype(f32), scales.astype(f32), pivots.astype(f32)
+    )
+
+
+def skin_with_bone_frames(
+    frames: BoneFrames,
+    positions: np.ndarray,
+    bone_indices: np.ndarray,
+    weights: np.ndarray,
+    deform_factor: float,
+    normals: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Hybrid skinning with decoded bones: the CPU reference of ``shaders/animtex_bone.glsl``.
+
+    Per vertex ``p`` (influences ``(N, K)`` in stored order, weights normalised)::
+
+        L = sum_k w_k [A_k | t_k]                                   linear blend
+        dual_k(p) = dual_k + 0.5 * real_k * (0, (s_k - 1) (p - c_k))  scale about the pivot, folded
+        D = sum_k ±w_k (real_k, dual_k(p))                          Blender's running-sum sign rule
+        M = (1 - f) L + f rows(D)                                   the hybrid, f = deform_factor
+        position = M p,   normal = normalise(cofactor(M) n)
+
+    Folding the scale into the dual part at the vertex is Blender's Preserve Volume treatment of
+    scaled bones (see :mod:`..dualquat`): with pivots at the bones' rest heads this equals
+    :func:`..skinning.skin` for rigid and uniformly scaled bones.
+    Returns ``(S, N, 3)`` float32 positions and normals (``None`` without ``normals``).
+    """
+    p = np.asarray(positions, dtype=np.float64)
+    idx = np.asarray(bone_indices, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.float64)
+    mats = frames.matrices.astype(np.float64)[:, idx, :3, :]  # (S, N, K, 3, 4)
+    real = frames.real.astype(np.float64)[:, idx]  # (S, N, K, 4)
+    offset = (frames.scales.astype(np.float64)[:, idx, None] - 1.0) * (p[:, None] - frames.pivots[idx])
+    zeros = np.zeros(offset.shape[:-1] + (1,))
+    dual = frames.dual.astype(np.float64)[:, idx] + 0.5 * quaternion_multiply(
+        real, np.concatenate([zeros, offset], -1)
+    )
+    linear = np.einsum("nk,snkij->snij", w, mats)
+    real_sum = w[None, :, 0, None] * real[:, :, 0]
+    dual_sum = w[None, :, 0, None] * dual[:, :, 0]
+    for k in range(1, idx.shape[1]):
+        wk = np.where(np.einsum("snc,snc->sn", real_sum, real[:, :, k]) < 0, -w[None, :, k], w[None, :, k])
+        real_sum += wk[..., None] * real[:, :, k]
+        dual_sum += wk[..., None] * dual[:, :, k]
+    m = (1.0 - deform_factor) * linear + deform_factor * dual_quaternion_to_matrix(real_sum, dual_sum)[
+        ..., :3, :
+    ]
+    out_p = np.einsum("snij,nj->sni", m[..., :3], p) + m[..., 3]
+    if normals is None:
+        return out_p.astype(np.float32), None
+    r0, r1, r2 = m[..., 0, :3], m[..., 1, :3], m[..., 2, :3]
+    n = np.asarray(normals, dtype=np.float64)[None]
+    cof = np.stack(
+        [
+            np.sum(np.cross(r1, r2) * n, -1),
+            np.sum(np.cross(r2, r0) * n, -1),
+            np.sum(np.cross(r0, r1) * n, -1),
+        ],
+        -1,
+    )
+    return out_p.astype(np.float32), _normalise(cof).astype(np.float32)

@@ -1,0 +1,343 @@
+"""The JSON sidecar: everything an engine or shader needs to decode a texture without this code.
+
+Dicts and strings only (no files): the Blender side decides where the image and the ``.json`` go.
+``schema.json`` beside this module is the JSON Schema (draft 2020-12) of what :func:`build_metadata`
+writes; :func:`loads` does the few checks runtime code relies on without needing ``jsonschema``.
+Format history: version 1 is the first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .encode import AnimationTexture
+from .layout import GUARD_FRAMES, Clip, Kind, TextureLayout
+from .quantize import Precision, error_bound, float32_from_bytes, stored_from_channels
+
+__all__ = [
+    "DEFAULT_MESH_ATTRIBUTES",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "build_metadata",
+    "dumps",
+    "embedded_float_count",
+    "embedded_floats",
+    "load_schema",
+    "loads",
+    "read_embedded",
+    "texture_from_metadata",
+]
+
+FORMAT_NAME = "hybrid_skin.animtex"
+FORMAT_VERSION = 1
+
+#: Mesh data the Blender side writes so an engine finds each vertex's texels after reordering.
+DEFAULT_MESH_ATTRIBUTES = {
+    "texel_index": "animtex_index",  # INT point attribute: item index (vertex textures)
+    "texel_uv": "animtex_uv",  # UV map: texel-centre UV of the vertex's first texel in frame 0
+    "bone_indices": "animtex_bone_indices",  # bone kinds: influence bone indices, in "bones" order
+    "bone_weights": "animtex_bone_weights",  # bone kinds: matching normalised weights
+}
+
+_SLOTS = {
+    Kind.VERTEX: [("position_offset", ["dx", "dy", "dz", "one"]), ("normal", ["x", "y", "z", "one"])],
+    Kind.BONE_MATRIX: [(f"row{r}", [f"a{r}0", f"a{r}1", f"a{r}2", f"u{r}"]) for r in range(3)],
+    Kind.BONE_DQ: [("rotation", ["w", "x", "y", "z"]), ("pivot_position_scale", ["ux", "uy", "uz", "s"])],
+}
+
+_CHANNEL_RULE = {
+    Precision.PNG8: "stored / 255",
+    Precision.PNG16: "stored / 65535",
+    Precision.EXR16: "stored half float",
+    Precision.EXR32: "stored float",
+}
+
+_TEXEL_FORMULA = (
+    "x = (item % items_per_row) * texels_per_item + slot; "
+    "y = clip.first_row + frame * rows_per_frame + item // items_per_row; "
+    "frame = clip.frame_count is the guard band (frame 0 for loops, last frame otherwise)"
+)
+
+
+def _nested(a: np.ndarray) -> list:
+    """float32 array → nested lists of floats; float32 → float64 → JSON → float32 is exact."""
+    return np.asarray(a, dtype=np.float64).tolist()
+
+
+def _layout_dict(lay: TextureLayout) -> dict[str, Any]:
+    return {
+        "width": lay.width,
+        "height": lay.height,
+        "data_width": lay.data_width,
+        "data_height": lay.data_height,
+        "texels_per_item": lay.texels_per_item,
+        "item_count": lay.item_count,
+        "items_per_row": lay.items_per_row,
+        "rows_per_frame": lay.rows_per_frame,
+        "metadata_rows": lay.metadata_rows,
+        "guard_frames": GUARD_FRAMES,
+        "power_of_two": lay.power_of_two,
+        "max_width": lay.max_width,
+        "origin": "row 0 is the first row of pixel data: texelFetch y = 0, Blender Image.pixels row 0",
+        "texel": _TEXEL_FORMULA,
+    }
+
+
+def _clip_dict(clip: Clip, first_row: int) -> dict[str, Any]:
+    return {
+        "name": clip.name,
+        "first_row": first_row,
+        "frame_count": clip.frame_count,
+        "sample_rate": clip.sample_rate,
+        "loop": clip.loop,
+        "duration": (clip.frame_count if clip.loop else clip.frame_count - 1) / clip.sample_rate,
+        "frame_start": clip.frame_start,
+        "frame_end": clip.frame_end,
+        "frame_step": clip.frame_step,
+        "fps": clip.fps,
+    }
+
+
+def build_metadata(
+    texture: AnimationTexture,
+    *,
+    image: str | None = None,
+    mesh_attributes: Mapping[str, str] | None = None,
+    error_report: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known."""
+    kind = texture.kind
+    attrs = dict(DEFAULT_MESH_ATTRIBUTES if mesh_attributes is None else mesh_attributes)
+    if kind is Kind.VERTEX:
+        attrs = {k: v for k, v in attrs.items() if not k.startswith("bone_")}
+    bound = error_bound(
+        texture.value_min, texture.value_max, texture.decode_offset, texture.decode_scale, texture.precision
+    )
+    meta: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "kind": kind.value,
+        "precision": texture.precision.value,
+        "image": image,
+        "sampling": {
+            "color_space": "Non-Color",
+            "alpha": "CHANNEL_PACKED",
+            "filter": "nearest",
+            "mipmaps": False,
+        },
+        "layout": _layout_dict(texture.layout),
+        "slots": [{"name": n, "channels": c} for n, c in _SLOTS[kind]],
+        "decode": {
+            "rule": "value = offset + scale * channel",
+            "channel": _CHANNEL_RULE[texture.precision],
+            "per_bone": kind is not Kind.VERTEX,
+            "offset": _nested(texture.decode_offset),
+            "scale": _nested(texture.decode_scale),
+        },
+        "bounds": {"min": _nested(texture.value_min), "max": _nested(texture.value_max)},
+        "error_bound": _nested(bound),
+        "clips": [_clip_dict(c, texture.layout.clip_first_rows[i]) for i, c in enumerate(texture.clips)],
+        "deform_factor": {"value": texture.deform_factor, "baked": kind is Kind.VERTEX},
+        "mesh_attributes": attrs,
+        "embedded_metadata": (
+            {
+                "rows": texture.layout.metadata_rows,
+                "encoding": "float32 little-endian, byte k in channel k as byte/255",
+            }
+            if texture.embedded_metadata
+            else None
+        ),
+    }
+    if kind is not Kind.VERTEX:
+        pivots = np.asarray(texture.bone_pivots, dtype=np.float64)
+        meta["bones"] = [{"name": n, "pivot": _nested(p)} for n, p in zip(texture.bone_names, pivots)]
+    if kind is Kind.BONE_DQ:
+        meta["non_rigid_residual"] = float(texture.non_rigid_residual)
+    if error_report is not None:
+        meta["error_report"] = dict(error_report)
+    return meta
+
+
+def dumps(meta: Mapping[str, Any]) -> str:
+    """Strict JSON text (no NaN/Infinity, which many JSON parsers reject)."""
+    return json.dumps(meta, indent=1, allow_nan=False)
+
+
+def loads(text: str) -> dict[str, Any]:
+    """Parse a sidecar and check what a decoder relies on; raises ``ValueError`` with the reason."""
+    meta = json.loads(text)
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        raise ValueError(f"not a {FORMAT_NAME} sidecar")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        raise ValueError(
+            f"format_version {version!r} is not supported (this reader knows 1..{FORMAT_VERSION})"
+        )
+    Kind(meta["kind"])
+    Precision(meta["precision"])
+    for key in ("layout", "decode", "clips", "bounds"):
+        if key not in meta:
+            raise ValueError(f"sidecar lacks {key!r}")
+    return meta
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema shipped with the package (``schema.json``)."""
+    return json.loads(Path(__file__).with_name("schema.json").read_text(encoding="utf-8"))
+
+
+def texture_from_metadata(meta: Mapping[str, Any], pixels: np.ndarray) -> AnimationTexture:
+    """Rebuild an :class:`AnimationTexture` from a sidecar and pixels read back from the image.
+
+    ``pixels`` may be the stored dtype or float channels as Blender's ``Image.pixels`` returns them
+    (``(H, W, 4)``, row 0 first); float pixels of a PNG are re-quantised to the stored codes.
+    """
+    kind = Kind(meta["kind"])
+    precision = Precision(meta["precision"])
+    lay = meta["layout"]
+    clips = tuple(
+        Clip(c["name"], c["frame_start"], c["frame_end"], c["fps"], c["loop"], c["frame_step"])
+        for c in meta["clips"]
+    )
+    for clip, entry in zip(clips, meta["clips"]):
+        if clip.frame_count != entry["frame_count"]:
+            raise ValueError(
+                f"clip {clip.name!r}: frame range gives {clip.frame_count} samples, "
+                f"sidecar says {entry['frame_count']}"
+            )
+    layout = TextureLayout(
+        width=lay["width"],
+        height=lay["height"],
+        texels_per_item=lay["texels_per_item"],
+        item_count=lay["item_count"],
+        items_per_row=lay["items_per_row"],
+        rows_per_frame=lay["rows_per_frame"],
+        metadata_rows=lay["metadata_rows"],
+        clip_first_rows=tuple(c["first_row"] for c in meta["clips"]),
+        clip_frame_counts=tuple(c.frame_count for c in clips),
+        power_of_two=lay["power_of_two"],
+        max_width=lay["max_width"],
+    )
+    px = np.asarray(pixels)
+    if px.shape != (layout.height, layout.width, 4):
+        raise ValueError(f"pixels {px.shape} do not match the sidecar's {layout.height}x{layout.width}x4")
+    if px.dtype != precision.dtype:
+        px = stored_from_channels(px, precision)
+    bones = meta.get("bones")
+    f32 = np.float32
+    return AnimationTexture(
+        kind=kind,
+        precision=precision,
+        layout=layout,
+        clips=clips,
+        pixels=px,
+        value_min=np.asarray(meta["bounds"]["min"], f32),
+        value_max=np.asarray(meta["bounds"]["max"], f32),
+        decode_offset=np.asarray(meta["decode"]["offset"], f32),
+        decode_scale=np.asarray(meta["decode"]["scale"], f32),
+        bone_names=None if bones is None else tuple(b["name"] for b in bones),
+        bone_pivots=None if bones is None else np.asarray([b["pivot"] for b in bones], f32),
+        deform_factor=meta["deform_factor"]["value"],
+        non_rigid_residual=float(meta.get("non_rigid_residual", 0.0)),
+        embedded_metadata=meta.get("embedded_metadata") is not None,
+    )
+
+
+# --- Embedded metadata block (seed 002's metadata column, optional) -----------------------------
+# Shader-only decoding needs the layout, clip table and decode terms without a JSON parser. Each
+# float32 is stored as its 4 little-endian bytes, byte k in channel k as byte / 255, which is exact
+# in every precision (PNG16 stores byte * 257, half floats hold byte / 255 within 1/510).
+
+KIND_CODES = {Kind.VERTEX: 0, Kind.BONE_MATRIX: 1, Kind.BONE_DQ: 2}
+PRECISION_CODES = {Precision.PNG8: 0, Precision.PNG16: 1, Precision.EXR16: 2, Precision.EXR32: 3}
+#: Embedded block: header floats, global decode floats, floats per clip, floats per bone.
+EMBED_HEADER, EMBED_GLOBALS, EMBED_PER_CLIP, EMBED_PER_BONE = 16, 8, 4, 9
+
+
+def embedded_float_count(clip_count: int, bone_count: int) -> int:
+    """Length of the embedded block (``bone_count`` is 0 for vertex textures)."""
+    return EMBED_HEADER + EMBED_GLOBALS + EMBED_PER_CLIP * clip_count + EMBED_PER_BONE * bone_count
+
+
+def embedded_floats(texture: AnimationTexture) -> np.ndarray:
+    """The embedded metadata block as float32 ``(M,)``, written from texel 0 of row 0 onwards.
+
+    Header (16): format version, kind code, precision code, texels per item, item count, items per
+    row, rows per frame, clip count, metadata rows, deform factor, globals start, clips start, bones
+    start, floats per bone, width, height. Globals (8): VERTEX - position offset xyz, position scale
+    xyz, normal offset, normal scale; BONE_MATRIX - linear offset, linear scale; BONE_DQ - rotation
+    offset, rotation scale, scale-channel offset, scale-channel scale. Per clip (4): first row, frame
+    count, sample rate, loop. Per bone (9): pivot xyz, translation offset xyz, translation scale xyz.
+    """
+    lay, off, sc = texture.layout, texture.decode_offset, texture.decode_scale
+    bones = 0 if texture.kind is Kind.VERTEX else lay.item_count
+    clips_start = EMBED_HEADER + EMBED_GLOBALS
+    bones_start = clips_start + EMBED_PER_CLIP * len(texture.clips)
+    header = [
+        FORMAT_VERSION, KIND_CODES[texture.kind], PRECISION_CODES[texture.precision], lay.texels_per_item,
+        lay.item_count, lay.items_per_row, lay.rows_per_frame, len(texture.clips), lay.metadata_rows,
+        np.nan if texture.deform_factor is None else texture.deform_factor, EMBED_HEADER, clips_start,
+        bones_start, EMBED_PER_BONE if bones else 0, lay.width, lay.height,
+    ]  # fmt: skip
+    if texture.kind is Kind.VERTEX:
+        glob = [*off[0, 0, :3], *sc[0, 0, :3], off[0, 1, 0], sc[0, 1, 0]]
+    elif texture.kind is Kind.BONE_MATRIX:
+        glob = [off[0, 0, 0], sc[0, 0, 0], 0, 0, 0, 0, 0, 0]
+    else:
+        glob = [off[0, 0, 0], sc[0, 0, 0], off[0, 1, 3], sc[0, 1, 3], 0, 0, 0, 0]
+    clip_rows = [
+        [lay.clip_first_rows[i], c.frame_count, c.sample_rate, float(c.loop)]
+        for i, c in enumerate(texture.clips)
+    ]
+    parts = [
+        np.asarray(header, np.float32),
+        np.asarray(glob, np.float32),
+        np.asarray(clip_rows, np.float32).reshape(-1),
+    ]
+    if bones:
+        if texture.kind is Kind.BONE_MATRIX:  # translation lives in the alpha of rows 0..2
+            t_off, t_sc = off[:, :, 3], sc[:, :, 3]
+        else:  # BONE_DQ: rgb of slot 1
+            t_off, t_sc = off[:, 1, :3], sc[:, 1, :3]
+        parts.append(
+            np.concatenate([texture.bone_pivots, t_off, t_sc], axis=1).astype(np.float32).reshape(-1)
+        )
+    return np.concatenate(parts)
+
+
+def read_embedded(channels: np.ndarray) -> dict[str, object]:
+    """Parse the embedded metadata block from sampler channels ``(H, W, 4)`` alone.
+
+    This is what a shader-only decoder does (see :func:`embedded_floats` for the float order);
+    it returns the fields by name so tests can check them against the JSON sidecar.
+    """
+    flat = np.asarray(channels, dtype=np.float32).reshape(-1, 4)
+    header = float32_from_bytes(flat[:EMBED_HEADER])
+    (version, kind, precision, texels, items, per_row, rows_per_frame, clip_count, meta_rows, factor,
+     glob_start, clips_start, bones_start, per_bone, width, height) = header.tolist()  # fmt: skip
+    bone_count = int(items) if int(per_bone) else 0
+    total = int(bones_start) + EMBED_PER_BONE * bone_count
+    block = float32_from_bytes(flat[:total])
+    kinds = {v: k for k, v in KIND_CODES.items()}
+    precisions = {v: k for k, v in PRECISION_CODES.items()}
+    return {
+        "format_version": int(version),
+        "kind": kinds[int(kind)],
+        "precision": precisions[int(precision)],
+        "texels_per_item": int(texels),
+        "item_count": int(items),
+        "items_per_row": int(per_row),
+        "rows_per_frame": int(rows_per_frame),
+        "metadata_rows": int(meta_rows),
+        "deform_factor": None if np.isnan(factor) else float(factor),
+        "width": int(width),
+        "height": int(height),
+        "globals": block[int(glob_start) : int(glob_start) + EMBED_GLOBALS],
+        "clips": block[int(clips_start) : int(clips_start) + EMBED_PER_CLIP * int(clip_count)].reshape(-1, 4),
+        "bones": block[int(bones_start) : total].reshape(bone_count, EMBED_PER_BONE),
+    }

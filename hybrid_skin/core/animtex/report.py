@@ -1,0 +1,187 @@
+"""How far playback strays from the real animation, and the cheapest encoding that stays close.
+
+The thesis could only *look* at its textures beside the ground truth and wished for "a factual
+measurement of the error" to pick sample rates (seed 002 §5.2.4). Here the caller decodes at every
+stored sample and halfway between samples (where linear interpolation of rotations errs most) and
+compares with positions evaluated from the rig at those times. Errors are Euclidean distances per
+vertex, in scene units and as a percentage of the animation's bounding-box diagonal, so one
+tolerance means the same on a mouse and on a giant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .quantize import CHEAPEST_FIRST, Precision, bytes_per_texel
+
+__all__ = [
+    "EncodingChoice",
+    "bbox_diagonal",
+    "choose_encoding",
+    "clip_errors",
+    "error_report",
+    "error_stats",
+    "mid_samples",
+]
+
+
+def bbox_diagonal(points: np.ndarray) -> float:
+    """Length of the diagonal of the AABB of ``(..., 3)`` points (all frames together)."""
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    return float(np.linalg.norm(p.max(axis=0) - p.min(axis=0)))
+
+
+def mid_samples(frame_count: int, loop: bool) -> np.ndarray:
+    """Fractional samples halfway between stored frames; a loop also checks last → first."""
+    n = frame_count if loop else frame_count - 1
+    return np.arange(n, dtype=np.float64) + 0.5
+
+
+def error_stats(truth: np.ndarray, decoded: np.ndarray, diagonal: float) -> dict[str, Any]:
+    """Max and mean per-vertex distance of ``(..., 3)`` arrays, absolute and in % of ``diagonal``."""
+    t = np.asarray(truth, dtype=np.float64)
+    d = np.asarray(decoded, dtype=np.float64)
+    if t.shape != d.shape or t.shape[-1:] != (3,):
+        raise ValueError(f"truth {t.shape} and decoded {d.shape} must be equal (..., 3) arrays")
+    dist = np.linalg.norm(d - t, axis=-1)
+    count = int(dist.size)
+    worst = float(dist.max()) if count else 0.0
+    mean = float(dist.mean()) if count else 0.0
+    scale = 100.0 / diagonal if diagonal > 0 else 0.0
+    return {
+        "max": worst,
+        "mean": mean,
+        "max_percent": worst * scale,
+        "mean_percent": mean * scale,
+        "count": count,
+    }
+
+
+def _angle_stats(truth: np.ndarray, decoded: np.ndarray) -> dict[str, Any]:
+    t = np.asarray(truth, dtype=np.float64)
+    d = np.asarray(decoded, dtype=np.float64)
+    tn = t / np.maximum(np.linalg.norm(t, axis=-1, keepdims=True), 1e-30)
+    dn = d / np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), 1e-30)
+    # atan2 of |cross| and dot stays accurate for tiny angles, unlike arccos(dot).
+    ang = np.degrees(np.arctan2(np.linalg.norm(np.cross(tn, dn), axis=-1), np.sum(tn * dn, axis=-1)))
+    return {"max": float(ang.max()), "mean": float(ang.mean()), "count": int(ang.size)}
+
+
+def _combine(parts: Iterable[Mapping[str, Any] | None], diagonal: float | None) -> dict[str, Any] | None:
+    """Merge stats dicts: max of maxima, count-weighted mean (percentages recomputed if diagonal given)."""
+    parts = [p for p in parts if p is not None and p["count"] > 0]
+    if not parts:
+        return None
+    count = sum(p["count"] for p in parts)
+    out = {
+        "max": max(p["max"] for p in parts),
+        "mean": sum(p["mean"] * p["count"] for p in parts) / count,
+        "count": count,
+    }
+    if diagonal is not None:
+        scale = 100.0 / diagonal if diagonal > 0 else 0.0
+        out["max_percent"] = out["max"] * scale
+        out["mean_percent"] = out["mean"] * scale
+    return out
+
+
+def clip_errors(
+    name: str,
+    truth_frames: np.ndarray,
+    decoded_frames: np.ndarray,
+    truth_mid: np.ndarray | None = None,
+    decoded_mid: np.ndarray | None = None,
+    *,
+    diagonal: float,
+    truth_normals: np.ndarray | None = None,
+    decoded_normals: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """Errors of one clip: ``(F, N, 3)`` at stored frames, ``(M, N, 3)`` at :func:`mid_samples`.
+
+    Normals (optional, any matching shape) are compared by angle in degrees.
+    """
+    frames = error_stats(truth_frames, decoded_frames, diagonal)
+    mid = None if truth_mid is None else error_stats(truth_mid, decoded_mid, diagonal)
+    out: dict[str, Any] = {"name": name, "frames": frames, "mid_frames": mid}
+    if truth_normals is not None:
+        out["normal_angle_deg"] = _angle_stats(truth_normals, decoded_normals)
+    return out
+
+
+def error_report(
+    clips: Sequence[Mapping[str, Any]], *, diagonal: float, encoding_bound: float | None = None
+) -> dict[str, Any]:
+    """The ``error_report`` block of the sidecar from :func:`clip_errors` results.
+
+    ``encoding_bound`` is the largest error quantisation alone can cause at stored frames (from the
+    sidecar's ``error_bound``), so a reader can tell quantisation from sampling error.
+    """
+    frames = _combine((c["frames"] for c in clips), diagonal)
+    mid = _combine((c["mid_frames"] for c in clips), diagonal)
+    report: dict[str, Any] = {
+        "units": "scene",
+        "bbox_diagonal": float(diagonal),
+        "frames": frames,
+        "mid_frames": mid,
+        "overall": _combine([frames, mid], diagonal),
+        "encoding_bound": encoding_bound,
+        "clips": [dict(c) for c in clips],
+    }
+    normals = _combine((c.get("normal_angle_deg") for c in clips), None)
+    if normals is not None:
+        report["normal_angle_deg"] = normals
+    return report
+
+
+@dataclass(frozen=True)
+class EncodingChoice:
+    """Result of :func:`choose_encoding`.
+
+    step: scene frames between samples; precision: storage precision; max_error: what ``evaluate``
+    returned for them; met: whether it is within tolerance (if not, this is the most accurate
+    candidate tried); tried: every ``(step, precision, max_error)`` evaluated, in order.
+    """
+
+    step: int
+    precision: Precision
+    max_error: float
+    met: bool
+    tried: tuple[tuple[int, Precision, float], ...]
+
+
+def choose_encoding(
+    tolerance: float,
+    evaluate: Callable[[int, Precision], float],
+    *,
+    steps: Sequence[int] = (8, 4, 3, 2, 1),
+    precisions: Sequence[Precision] = CHEAPEST_FIRST,
+) -> EncodingChoice:
+    """Smallest texture whose ``evaluate(step, precision)`` max error is ≤ ``tolerance``.
+
+    Texture size is proportional to ``bytes_per_texel(precision) / step``, so candidates are tried
+    in that order; among equal sizes the larger step (lower sample rate) comes first, then the cheaper
+    precision in ``precisions`` order. The first candidate that meets the tolerance wins, which is
+    therefore the lowest sample rate and cheapest precision that jointly give the smallest texture.
+    ``evaluate`` (bake, decode, compare - expensive) runs at most once per candidate.
+    """
+    if tolerance < 0:
+        raise ValueError("tolerance must be ≥ 0")
+    if not steps or not precisions:
+        raise ValueError("need at least one step and one precision")
+    rank = {Precision(p): i for i, p in enumerate(precisions)}
+    candidates = sorted(
+        ((int(s), Precision(p)) for s in set(steps) for p in rank),
+        key=lambda sp: (bytes_per_texel(sp[1]) / sp[0], -sp[0], rank[sp[1]]),
+    )
+    tried: list[tuple[int, Precision, float]] = []
+    for step, precision in candidates:
+        err = float(evaluate(step, precision))
+        tried.append((step, precision, err))
+        if err <= tolerance:
+            return EncodingChoice(step, precision, err, True, tuple(tried))
+    step, precision, err = min(tried, key=lambda t: t[2])
+    return EncodingChoice(step, precision, err, False, tuple(tried))

@@ -1,0 +1,221 @@
+/* Animation texture playback, part 2: bone textures (BONE_MATRIX, BONE_DQ) with the hybrid deform factor.
+ *
+ * Prepend animtex_vertex.glsl (shared readers, frame rows, item texels). Numpy reference:
+ *   animtex_bone_at     <-> decode.decode_bone_frames     (one bone at one fractional sample)
+ *   animtex_skin_rows   <-> decode.skin_with_bone_frames  (hybrid of LBS and DQS by deform_factor)
+ *
+ * Texels per bone and frame: BONE_MATRIX 3, row r = (A[r][0], A[r][1], A[r][2], u[r]); BONE_DQ 2,
+ * (rotation w, x, y, z) and (u.x, u.y, u.z, uniform scale s). u is where the bone's pivot c goes, so
+ * the skinning matrix is [A | u - A c]. Per-bone constants (pivot c, translation offset and scale)
+ * live in the embedded metadata block: bake bone textures with the block (the default) to use this file.
+ *
+ * A 3x4 matrix is three vec4 rows m0, m1, m2: p' = (dot(m0, p1), dot(m1, p1), dot(m2, p1)), p1 = (p, 1),
+ * as in hybrid_skin_lib.glsl. Quaternions are vec4(w, x, y, z).
+ */
+
+struct AnimtexBoneInfo {
+  int kind; /* 1 = BONE_MATRIX, 2 = BONE_DQ */
+  int items_per_row;
+  int rows_per_frame;
+  int bones_start;       /* first float of the per-bone constants in the embedded block */
+  float rotation_offset; /* linear-part (matrix) or quaternion (DQ) channels */
+  float rotation_scale;
+  float scale_offset; /* DQ uniform-scale channel */
+  float scale_scale;
+};
+
+struct AnimtexBone {
+  vec4 m0, m1, m2; /* skinning matrix rows [A | t] */
+  vec4 real;       /* unit quaternion of the rigid part */
+  vec4 dual;       /* dual part of [R | u - R c] */
+  float scale;     /* uniform scale about the pivot */
+  vec3 pivot;
+};
+
+AnimtexBoneInfo animtex_bone_info(sampler2D tex)
+{
+  AnimtexBoneInfo info;
+  info.kind = animtex_read_int(tex, ANIMTEX_KIND);
+  info.items_per_row = animtex_read_int(tex, ANIMTEX_ITEMS_PER_ROW);
+  info.rows_per_frame = animtex_read_int(tex, ANIMTEX_ROWS_PER_FRAME);
+  info.bones_start = animtex_read_int(tex, ANIMTEX_BONES_START);
+  int g = animtex_read_int(tex, ANIMTEX_GLOBALS_START);
+  info.rotation_offset = animtex_read_float(tex, g);
+  info.rotation_scale = animtex_read_float(tex, g + 1);
+  info.scale_offset = animtex_read_float(tex, g + 2);
+  info.scale_scale = animtex_read_float(tex, g + 3);
+  return info;
+}
+
+vec4 animtex_quat_multiply(vec4 a, vec4 b)
+{
+  return vec4(a.x * b.x - a.y * b.y - a.z * b.z - a.w * b.w,
+              a.x * b.y + a.y * b.x + a.z * b.w - a.w * b.z,
+              a.x * b.z - a.y * b.w + a.z * b.x + a.w * b.y,
+              a.x * b.w + a.y * b.z - a.z * b.y + a.w * b.x);
+}
+
+/* Rows of the rotation matrix of a unit quaternion. */
+void animtex_quat_rows(vec4 q, out vec3 a0, out vec3 a1, out vec3 a2)
+{
+  float w = q.x, x = q.y, y = q.z, z = q.w;
+  a0 = vec3(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y));
+  a1 = vec3(2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x));
+  a2 = vec3(2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y));
+}
+
+/* Quaternion (w >= 0) of a linear part given by rows: columns normalised first, then Shepperd's method
+ * (largest diagonal combination first), as dualquat.quaternion_from_matrix does. */
+vec4 animtex_quat_from_rows(vec3 a0, vec3 a1, vec3 a2)
+{
+  vec3 len = max(vec3(length(vec3(a0.x, a1.x, a2.x)), length(vec3(a0.y, a1.y, a2.y)),
+                      length(vec3(a0.z, a1.z, a2.z))), vec3(1e-30));
+  vec3 r0 = a0 / len, r1 = a1 / len, r2 = a2 / len;
+  vec4 cand = vec4(1.0 + r0.x + r1.y + r2.z, 1.0 + r0.x - r1.y - r2.z, 1.0 - r0.x + r1.y - r2.z,
+                   1.0 - r0.x - r1.y + r2.z);
+  int best = 0;
+  for (int i = 1; i < 4; i++) {
+    if (cand[i] > cand[best]) {
+      best = i;
+    }
+  }
+  float s = 2.0 * sqrt(max(cand[best], 1e-30));
+  vec4 q;
+  if (best == 0) {
+    q = vec4(0.25 * s, (r2.y - r1.z) / s, (r0.z - r2.x) / s, (r1.x - r0.y) / s);
+  }
+  else if (best == 1) {
+    q = vec4((r2.y - r1.z) / s, 0.25 * s, (r0.y + r1.x) / s, (r0.z + r2.x) / s);
+  }
+  else if (best == 2) {
+    q = vec4((r0.z - r2.x) / s, (r0.y + r1.x) / s, 0.25 * s, (r1.z + r2.y) / s);
+  }
+  else {
+    q = vec4((r1.x - r0.y) / s, (r0.z + r2.x) / s, (r1.z + r2.y) / s, 0.25 * s);
+  }
+  q = q.x < 0.0 ? -q : q;
+  return normalize(q);
+}
+
+/* Bone `bone` blended between the frame bands at row0 and row1 (from animtex_frame_rows). */
+AnimtexBone animtex_bone_at(sampler2D tex, AnimtexBoneInfo info, int bone, int row0, int row1, float alpha)
+{
+  int texels = info.kind == 1 ? 3 : 2;
+  ivec2 t = animtex_item_texel(bone, texels, info.items_per_row);
+  int base = info.bones_start + 9 * bone;
+  AnimtexBone b;
+  b.pivot = vec3(animtex_read_float(tex, base), animtex_read_float(tex, base + 1),
+                 animtex_read_float(tex, base + 2));
+  vec3 t_offset = vec3(animtex_read_float(tex, base + 3), animtex_read_float(tex, base + 4),
+                       animtex_read_float(tex, base + 5));
+  vec3 t_scale = vec3(animtex_read_float(tex, base + 6), animtex_read_float(tex, base + 7),
+                      animtex_read_float(tex, base + 8));
+  vec3 a0, a1, a2, r0, r1, r2, moved;
+  if (info.kind == 1) {
+    vec4 rows[3];
+    for (int r = 0; r < 3; r++) {
+      vec4 c0 = texelFetch(tex, ivec2(t.x + r, row0 + t.y), 0);
+      vec4 c1 = texelFetch(tex, ivec2(t.x + r, row1 + t.y), 0);
+      vec4 v0 = vec4(info.rotation_offset + info.rotation_scale * c0.xyz, t_offset[r] + t_scale[r] * c0.w);
+      vec4 v1 = vec4(info.rotation_offset + info.rotation_scale * c1.xyz, t_offset[r] + t_scale[r] * c1.w);
+      rows[r] = v0 + alpha * (v1 - v0);
+    }
+    a0 = rows[0].xyz;
+    a1 = rows[1].xyz;
+    a2 = rows[2].xyz;
+    moved = vec3(rows[0].w, rows[1].w, rows[2].w);
+    b.real = animtex_quat_from_rows(a0, a1, a2);
+    b.scale = (length(vec3(a0.x, a1.x, a2.x)) + length(vec3(a0.y, a1.y, a2.y)) +
+               length(vec3(a0.z, a1.z, a2.z))) / 3.0;
+    animtex_quat_rows(b.real, r0, r1, r2);
+  }
+  else {
+    vec4 q0 = info.rotation_offset + info.rotation_scale * texelFetch(tex, ivec2(t.x, row0 + t.y), 0);
+    vec4 q1 = info.rotation_offset + info.rotation_scale * texelFetch(tex, ivec2(t.x, row1 + t.y), 0);
+    vec4 c0 = texelFetch(tex, ivec2(t.x + 1, row0 + t.y), 0);
+    vec4 c1 = texelFetch(tex, ivec2(t.x + 1, row1 + t.y), 0);
+    vec4 u0 = vec4(t_offset + t_scale * c0.xyz, info.scale_offset + info.scale_scale * c0.w);
+    vec4 u1 = vec4(t_offset + t_scale * c1.xyz, info.scale_offset + info.scale_scale * c1.w);
+    /* The encoder keeps neighbouring frames in one hemisphere, so a plain lerp never collapses. */
+    vec4 q = q0 + alpha * (q1 - q0);
+    float len = length(q);
+    b.real = len > 0.0 ? q / len : vec4(1.0, 0.0, 0.0, 0.0);
+    vec4 u = u0 + alpha * (u1 - u0);
+    moved = u.xyz;
+    b.scale = u.w;
+    animtex_quat_rows(b.real, r0, r1, r2);
+    a0 = b.scale * r0;
+    a1 = b.scale * r1;
+    a2 = b.scale * r2;
+  }
+  b.m0 = vec4(a0, moved.x - dot(a0, b.pivot));
+  b.m1 = vec4(a1, moved.y - dot(a1, b.pivot));
+  b.m2 = vec4(a2, moved.z - dot(a2, b.pivot));
+  vec3 rigid_t = moved - vec3(dot(r0, b.pivot), dot(r1, b.pivot), dot(r2, b.pivot));
+  b.dual = 0.5 * animtex_quat_multiply(vec4(0.0, rigid_t), b.real);
+  return b;
+}
+
+/* Un-normalised dual quaternion -> rigid rows, divided by |real|^2 (Blender's mul_v3m3_dq). */
+void animtex_dq_rows(vec4 real, vec4 dual, out vec4 m0, out vec4 m1, out vec4 m2)
+{
+  float w = real.x, x = real.y, y = real.z, z = real.w;
+  float t0 = dual.x, t1 = dual.y, t2 = dual.z, t3 = dual.w;
+  float norm_sq = dot(real, real);
+  float inv = norm_sq > 0.0 ? 1.0 / norm_sq : 0.0;
+  float ww = w * w, xx = x * x, yy = y * y, zz = z * z;
+  float xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y, wz = w * z;
+  m0 = inv * vec4(ww + xx - yy - zz, 2.0 * (xy - wz), 2.0 * (xz + wy),
+                  2.0 * (-t0 * x + w * t1 - t2 * z + y * t3));
+  m1 = inv * vec4(2.0 * (xy + wz), ww + yy - xx - zz, 2.0 * (yz - wx),
+                  2.0 * (-t0 * y + t1 * z - x * t3 + w * t2));
+  m2 = inv * vec4(2.0 * (xz - wy), 2.0 * (yz + wx), ww + zz - xx - yy,
+                  2.0 * (-t0 * z + x * t2 + w * t3 - t1 * y));
+}
+
+/* Per-vertex hybrid matrix M = (1 - f) LBS + f DQS for up to four influences in stored order.
+ * Scaled bones fold (s - 1)(p - c) into their dual part at the vertex, Blender's Preserve Volume way;
+ * an influence is negated when its real part points away from the running sum (Blender's sign rule). */
+void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, float alpha, ivec4 bones,
+                       vec4 weights, float deform_factor, vec3 p, out vec4 m0, out vec4 m1, out vec4 m2)
+{
+  vec4 l0 = vec4(0.0), l1 = vec4(0.0), l2 = vec4(0.0);
+  vec4 real = vec4(0.0), dual = vec4(0.0);
+  for (int k = 0; k < 4; k++) {
+    float w = weights[k];
+    if (w == 0.0) {
+      continue;
+    }
+    AnimtexBone b = animtex_bone_at(tex, info, bones[k], row0, row1, alpha);
+    l0 += w * b.m0;
+    l1 += w * b.m1;
+    l2 += w * b.m2;
+    vec4 bone_dual = b.dual + 0.5 * animtex_quat_multiply(b.real, vec4(0.0, (b.scale - 1.0) * (p - b.pivot)));
+    float ws = dot(real, b.real) < 0.0 ? -w : w;
+    real += ws * b.real;
+    dual += ws * bone_dual;
+  }
+  vec4 q0, q1, q2;
+  animtex_dq_rows(real, dual, q0, q1, q2);
+  float g = 1.0 - deform_factor;
+  m0 = g * l0 + deform_factor * q0;
+  m1 = g * l1 + deform_factor * q1;
+  m2 = g * l2 + deform_factor * q2;
+}
+
+/* Skinned position and unit normal of rest point p / normal n at `clip_sample` of `clip`. deform_factor
+ * is the runtime hybrid factor (0 = LBS, 1 = DQS): a uniform, or animtex_default_deform_factor(tex). */
+void animtex_bone_skin(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip, float clip_sample, ivec4 bones,
+                       vec4 weights, float deform_factor, vec3 p, vec3 n, out vec3 position, out vec3 normal)
+{
+  int row0, row1;
+  float alpha;
+  animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
+  vec4 m0, m1, m2;
+  animtex_skin_rows(tex, info, row0, row1, alpha, bones, weights, deform_factor, p, m0, m1, m2);
+  vec4 p1 = vec4(p, 1.0);
+  position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));
+  vec3 c = vec3(dot(cross(m1.xyz, m2.xyz), n), dot(cross(m2.xyz, m0.xyz), n), dot(cross(m0.xyz, m1.xyz), n));
+  float len = length(c);
+  normal = len > 0.0 ? c / len : vec3(0.0);
+}
