@@ -1,0 +1,46 @@
+"""GPU skinning: the GLSL shaders in ``shaders/``, their loader and per-object GPU resources.
+
+* :mod:`.shaders`    — the one loader: GLSL files → ``GPUShaderCreateInfo`` → cached shaders.
+* :mod:`.resources`  — :class:`~.resources.GpuSkin`, the per-object buffers/textures, draw and readback.
+* :mod:`.comparison` — LBS | hybrid | DQS side by side into a PNG, with the viewport's own draw code.
+
+Nothing here registers anything: the add-on's draw handler owns the ``GpuSkin`` objects and calls
+``shaders.clear_cache()`` on unregister. Using the GPU needs a GPU context: any draw callback in the UI, or,
+in background mode, :func:`ensure_gpu_context` first.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ensure_gpu_context"]
+
+
+def ensure_gpu_context() -> None:
+    """Make Blender's ``gpu`` module usable, also in background mode (``blender -b``, the bpy module).
+
+    Background Blender creates its GPU context lazily, on the first render; until then every ``gpu`` call
+    raises "not available in background mode". One 8×8 Workbench render of a throwaway scene creates it
+    (Mesa's llvmpipe is enough). With a UI the context always exists and this costs one tiny allocation.
+    """
+    import bpy
+    import gpu
+
+    try:
+        gpu.types.GPUOffScreen(1, 1).free()
+        return
+    except SystemError:
+        pass
+    scene = bpy.data.scenes.new("hybrid_skin_gpu_init")
+    camera_data = bpy.data.cameras.new("hybrid_skin_gpu_init")
+    camera = bpy.data.objects.new("hybrid_skin_gpu_init", camera_data)
+    try:
+        scene.collection.objects.link(camera)
+        scene.camera = camera
+        scene.render.engine = "BLENDER_WORKBENCH"
+        scene.render.resolution_x = scene.render.resolution_y = 8
+        scene.render.resolution_percentage = 100
+        bpy.ops.render.render(scene=scene.name)
+    finally:
+        bpy.data.objects.remove(camera)
+        bpy.data.cameras.remove(camera_data)
+        bpy.data.scenes.remove(scene)
+    gpu.types.GPUOffScreen(1, 1).free()  # raises if the render did not create a context

@@ -1,0 +1,165 @@
+/* Hybrid LBS/DQS skinning: the GLSL twin of hybrid_skin/core/skinning.py.
+ *
+ * Every function here mirrors a numpy function of the core, formula for formula, so that the
+ * readback tests can hold the GPU to the CPU reference at float32 precision:
+ *   hs_linear_blend            <-> _linear_blend
+ *   hs_dual_quaternion_blend   <-> _dual_quaternion_blend (Blender's sign rule + scale pivot)
+ *   hs_dq_to_rows              <-> _dq_rows_to_matrices   (Blender's mul_v3m3_dq)
+ *   hs_hybrid_rows             <-> _chunk_matrices        (factor mix, then the influence blend)
+ *   hs_cofactor_apply          <-> cofactor_apply
+ * A 3x4 matrix is three vec4 rows r0, r1, r2 (p' = (dot(r0, p1), dot(r1, p1), dot(r2, p1)), p1 = (p, 1)),
+ * the layout of the bone texture, so no transposes hide between the texture and the maths.
+ *
+ * Resources (declared by hybrid_skin/gpu/shaders.py, layout in hybrid_skin/core/gpu_layout.py):
+ *   bone_texture       RGBA32F, 8 texels per bone row: matrix rows 0-2, real, dual, pivot columns 0-2
+ *   influence_texture  RG32F, HS_INFLUENCE_WIDTH texels per row: (bone index, weight) in stored order
+ *   params             the HybridSkinParams block of hybrid_skin_params.glsl (flags.x = 0 when every bone
+ *                      is rigid: skips three fetches per influence)
+ * Defines: HS_DQS_ONLY / HS_LBS_ONLY compile single-method variants (benchmarks, A/B comparisons).
+ */
+
+vec4 hs_bone_texel(int bone, int texel)
+{
+  return texelFetch(bone_texture, ivec2(texel, bone), 0);
+}
+
+/* (bone index, weight) of influence entry `entry`; the texture wraps every HS_INFLUENCE_WIDTH entries. */
+vec2 hs_influence_entry(int entry)
+{
+  return texelFetch(influence_texture, ivec2(entry % HS_INFLUENCE_WIDTH, entry / HS_INFLUENCE_WIDTH), 0).xy;
+}
+
+void hs_linear_blend(ivec2 span, out vec4 r0, out vec4 r1, out vec4 r2)
+{
+  r0 = vec4(0.0);
+  r1 = vec4(0.0);
+  r2 = vec4(0.0);
+  for (int e = 0; e < span.y; e++) {
+    vec2 bw = hs_influence_entry(span.x + e);
+    int bone = int(bw.x);
+    r0 += bw.y * hs_bone_texel(bone, 0);
+    r1 += bw.y * hs_bone_texel(bone, 1);
+    r2 += bw.y * hs_bone_texel(bone, 2);
+  }
+}
+
+/* Un-normalised dual quaternion (real, dual) -> rigid 3x4 rows, divided by |real|^2 (0 for a zero real). */
+void hs_dq_to_rows(vec4 real, vec4 dual, out vec4 r0, out vec4 r1, out vec4 r2)
+{
+  float w = real.x, x = real.y, y = real.z, z = real.w;
+  float t0 = dual.x, t1 = dual.y, t2 = dual.z, t3 = dual.w;
+  float norm_sq = dot(real, real);
+  float inv = norm_sq > 0.0 ? 1.0 / norm_sq : 0.0;
+  float ww = w * w, xx = x * x, yy = y * y, zz = z * z;
+  float xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y, wz = w * z;
+  r0 = inv * vec4(ww + xx - yy - zz,
+                  2.0 * (xy - wz),
+                  2.0 * (xz + wy),
+                  2.0 * (-t0 * x + w * t1 - t2 * z + y * t3));
+  r1 = inv * vec4(2.0 * (xy + wz),
+                  ww + yy - xx - zz,
+                  2.0 * (yz - wx),
+                  2.0 * (-t0 * y + t1 * z - x * t3 + w * t2));
+  r2 = inv * vec4(2.0 * (xz - wy),
+                  2.0 * (yz + wx),
+                  ww + zz - xx - yy,
+                  2.0 * (-t0 * z + x * t2 + w * t3 - t1 * y));
+}
+
+/* Dual quaternion linear blending with Blender's sign rule: an influence is negated when its real part
+ * points away from the running sum, in stored order (the first one never is). Scaled bones add their
+ * pivot term, (sum of signed weight * pivot) applied to the armature-space rest point p. */
+void hs_dual_quaternion_blend(ivec2 span, vec3 p, out vec4 r0, out vec4 r1, out vec4 r2)
+{
+  vec4 real = vec4(0.0), dual = vec4(0.0);
+  vec4 pivot0 = vec4(0.0), pivot1 = vec4(0.0), pivot2 = vec4(0.0);
+  for (int e = 0; e < span.y; e++) {
+    vec2 bw = hs_influence_entry(span.x + e);
+    int bone = int(bw.x);
+    vec4 bone_real = hs_bone_texel(bone, 3);
+    float w = (e > 0 && dot(real, bone_real) < 0.0) ? -bw.y : bw.y;
+    real += w * bone_real;
+    dual += w * hs_bone_texel(bone, 4);
+    if (params.flags.x != 0) {
+      pivot0 += w * hs_bone_texel(bone, 5);
+      pivot1 += w * hs_bone_texel(bone, 6);
+      pivot2 += w * hs_bone_texel(bone, 7);
+    }
+  }
+  if (params.flags.x != 0) {
+    dual += pivot0 * p.x + pivot1 * p.y + pivot2 * p.z;
+  }
+  hs_dq_to_rows(real, dual, r0, r1, r2);
+}
+
+/* Per-vertex hybrid matrix M = (1 - f) LBS + f DQS, then M <- I + influence (M - I) (armature space). */
+void hs_hybrid_rows(ivec2 span, float influence, float f, vec3 p, out vec4 r0, out vec4 r1, out vec4 r2)
+{
+#if defined(HS_DQS_ONLY)
+  hs_dual_quaternion_blend(span, p, r0, r1, r2);
+#elif defined(HS_LBS_ONLY)
+  hs_linear_blend(span, r0, r1, r2);
+#else
+  if (f <= 0.0) {
+    hs_linear_blend(span, r0, r1, r2);
+  }
+  else if (f >= 1.0) {
+    hs_dual_quaternion_blend(span, p, r0, r1, r2);
+  }
+  else {
+    vec4 q0, q1, q2;
+    hs_linear_blend(span, r0, r1, r2);
+    hs_dual_quaternion_blend(span, p, q0, q1, q2);
+    float g = 1.0 - f;
+    r0 = r0 * g + f * q0;
+    r1 = r1 * g + f * q1;
+    r2 = r2 * g + f * q2;
+  }
+#endif
+  if (influence != 1.0) {
+    float rest = 1.0 - influence;
+    r0 = r0 * influence + vec4(rest, 0.0, 0.0, 0.0);
+    r1 = r1 * influence + vec4(0.0, rest, 0.0, 0.0);
+    r2 = r2 * influence + vec4(0.0, 0.0, rest, 0.0);
+  }
+}
+
+vec3 hs_transform_point(vec4 r0, vec4 r1, vec4 r2, vec3 p)
+{
+  vec4 p1 = vec4(p, 1.0);
+  return vec3(dot(r0, p1), dot(r1, p1), dot(r2, p1));
+}
+
+/* cofactor(M3) n, with rows r*.xyz: transforms normals like inverse-transpose, without a division,
+ * so a degenerate (collapsed) matrix still gives a finite normal. */
+vec3 hs_cofactor_apply(vec3 r0, vec3 r1, vec3 r2, vec3 n)
+{
+  return vec3(dot(cross(r1, r2), n), dot(cross(r2, r0), n), dot(cross(r0, r1), n));
+}
+
+/* cofactor of a mat4's upper 3x3 (GLSL matrices are column-major: m[c][r]). */
+vec3 hs_cofactor_apply(mat4 m, vec3 n)
+{
+  vec3 row0 = vec3(m[0][0], m[1][0], m[2][0]);
+  vec3 row1 = vec3(m[0][1], m[1][1], m[2][1]);
+  vec3 row2 = vec3(m[0][2], m[1][2], m[2][2]);
+  return hs_cofactor_apply(row0, row1, row2, n);
+}
+
+/* The per-vertex deform factor: the global slider times the (optional) per-vertex map, in [0, 1]. */
+float hs_vertex_factor(float map_value)
+{
+  return clamp(params.factors.x * mix(1.0, map_value, params.factors.y), 0.0, 1.0);
+}
+
+/* Skin a mesh-space rest point and normal: into armature space (params.target_to_armature), through
+ * the hybrid matrix, out through params.armature_to_output. The normal is not normalised (callers do it once). */
+void hs_skin(ivec2 span, float influence, float f, vec3 rest_p, vec3 rest_n, out vec3 out_p, out vec3 out_n)
+{
+  vec3 p = (params.target_to_armature * vec4(rest_p, 1.0)).xyz;
+  vec3 n = hs_cofactor_apply(params.target_to_armature, rest_n);
+  vec4 r0, r1, r2;
+  hs_hybrid_rows(span, influence, f, p, r0, r1, r2);
+  out_p = (params.armature_to_output * vec4(hs_transform_point(r0, r1, r2, p), 1.0)).xyz;
+  out_n = hs_cofactor_apply(params.armature_to_output, hs_cofactor_apply(r0.xyz, r1.xyz, r2.xyz, n));
+}
