@@ -61,10 +61,11 @@ class HYBRIDSKIN_OT_add(bpy.types.Operator):
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         settings.enabled = True  # applies the display state through the update callback
+        segments = bound.bones.virtual_count - bound.bones.count
+        extra = f" + {segments} B-bone segment joints" if segments else ""
         self.report(
             {"INFO"},
-            f"Hybrid Skin on '{obj.name}': {bound.vertex_count} vertices, {bound.bones.count} deform bones "
-            f"({bound.bones.virtual_count} with B-bone segments)",
+            f"Hybrid Skin on '{obj.name}': {bound.vertex_count} vertices, {bound.bones.count} deform bones{extra}",
         )
         return {"FINISHED"}
 

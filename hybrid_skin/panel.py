@@ -60,7 +60,8 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             col.label(text="Not bound yet")
             return
         col.label(text=f"Vertices: {bound.vertex_count:,}")
-        col.label(text=f"Bones: {bound.bones.count} ({bound.bones.virtual_count} with segments)")
+        segments = bound.bones.virtual_count - bound.bones.count
+        col.label(text=f"Bones: {bound.bones.count}" + (f" + {segments} B-bone segment joints" if segments else ""))
         col.label(text=f"Max influences: {bound.binding.max_influences}")
         ms = stats.last_update_ms.get(obj.name)
         if ms is not None:
