@@ -35,7 +35,9 @@ def frames_of(start: int, end: int, step: int) -> list[int]:
     if step <= 0:
         raise bridge.HybridSkinError(f"Frame step must be at least 1, got {step}")
     if end < start:
-        raise bridge.HybridSkinError(f"Frame range {start}–{end} is reversed: the end must not come before the start")
+        raise bridge.HybridSkinError(
+            f"Frame range {start}–{end} is reversed: the end must not come before the start"
+        )
     return list(range(start, end + 1, step))
 
 
@@ -44,12 +46,16 @@ def is_baked(obj: bpy.types.Object) -> bool:
 
 
 def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.Modifier:
-    """Raise :class:`bridge.HybridSkinError` unless ``obj`` can be baked to ``target``; return its modifier."""
+    """Raise :class:`bridge.HybridSkinError` unless ``obj`` can be baked to ``target``.
+
+    Returns the Armature modifier the bake replaces."""
     from .operators import editable_mesh  # noqa: PLC0415
 
     editable_mesh(obj)
     if not obj.hybrid_skin.enabled:
-        raise bridge.HybridSkinError(f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)")
+        raise bridge.HybridSkinError(
+            f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)"
+        )
     if target not in TARGETS:
         raise bridge.HybridSkinError(f"Unknown bake target '{target}'")
     mod = bridge.armature_modifier(obj, obj.hybrid_skin.modifier_name)
@@ -85,10 +91,16 @@ def _fcurves(id_data):
 
 
 class Baker:
-    """A bake in progress: ``start()``, ``step()`` until it returns True, then ``finish()`` (or ``cancel()``)."""
+    """A bake in progress: ``start()``, then ``step()`` until it returns True, then ``finish()``/``cancel()``."""
 
-    def __init__(self, context: bpy.types.Context, obj: bpy.types.Object, target: str, frames: list[int],
-                 filepath: str = ""):
+    def __init__(
+        self,
+        context: bpy.types.Context,
+        obj: bpy.types.Object,
+        target: str,
+        frames: list[int],
+        filepath: str = "",
+    ):
         self.context, self.obj, self.target, self.frames = context, obj, target, frames
         self.filepath = filepath
         self.mod = check(obj, target, filepath)
@@ -126,8 +138,12 @@ class Baker:
         self.context.scene.frame_set(frame)
         depsgraph = self.context.evaluated_depsgraph_get()
         settings = self.obj.hybrid_skin
-        bound = rig.cached_rig(self.obj, depsgraph, settings.modifier_name,
-                               (settings.factor_vertex_group,) if settings.factor_mode == "VERTEX_GROUP" else ())
+        bound = rig.cached_rig(
+            self.obj,
+            depsgraph,
+            settings.modifier_name,
+            (settings.factor_vertex_group,) if settings.factor_mode == "VERTEX_GROUP" else (),
+        )
         positions, _ = bound.evaluate(depsgraph, vertex_factors(self.obj, bound))
         if self.target in ("SHAPE_KEYS", "CURRENT"):
             positions = positions - bound.rest_positions  # only the skinning displacement
@@ -182,8 +198,11 @@ class Baker:
         obj = self.obj
         active = obj.active_shape_key_index
         self.record["created_basis"] = obj.data.shape_keys is None
-        key_had_action = obj.data.shape_keys is not None and obj.data.shape_keys.animation_data is not None \
+        key_had_action = (
+            obj.data.shape_keys is not None
+            and obj.data.shape_keys.animation_data is not None
             and obj.data.shape_keys.animation_data.action is not None
+        )
         if obj.data.shape_keys is None:
             obj.shape_key_add(name="Basis", from_mix=False)
         key = obj.data.shape_keys

@@ -65,15 +65,21 @@ def validate(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bpy.type
     """Check that ``obj`` can be skinned by ``mod``; return the armature object."""
     arm = mod.object
     if arm is None or arm.type != "ARMATURE":
-        raise HybridSkinError(f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: pick one in its Object field")
+        raise HybridSkinError(
+            f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: pick one in its Object field"
+        )
     if arm.mode == "EDIT" or arm.data.is_editmode:
-        raise HybridSkinError(f"Armature '{arm.name}' is in Edit Mode: switch it to Pose or Object Mode first")
+        raise HybridSkinError(
+            f"Armature '{arm.name}' is in Edit Mode: switch it to Pose or Object Mode first"
+        )
     if obj.mode == "EDIT":
         raise HybridSkinError(f"'{obj.name}' is in Edit Mode: leave Edit Mode first")
     if len(obj.data.vertices) == 0:
         raise HybridSkinError(f"'{obj.name}' has no vertices: there is nothing to skin")
     if not mod.use_vertex_groups and not mod.use_bone_envelopes:
-        raise HybridSkinError(f"Armature modifier '{mod.name}' binds to neither vertex groups nor envelopes: enable one")
+        raise HybridSkinError(
+            f"Armature modifier '{mod.name}' binds to neither vertex groups nor envelopes: enable one"
+        )
     return arm
 
 
@@ -176,7 +182,9 @@ def _viewport_disabled(mods: list[bpy.types.Modifier]):
 @contextmanager
 def _keys_muted(mesh: bpy.types.Mesh, names: tuple[str, ...]):
     """Temporarily mute shape keys (our own baked keys must not feed back into the rest input)."""
-    blocks = [mesh.shape_keys.key_blocks[n] for n in names if mesh.shape_keys and n in mesh.shape_keys.key_blocks]
+    blocks = [
+        mesh.shape_keys.key_blocks[n] for n in names if mesh.shape_keys and n in mesh.shape_keys.key_blocks
+    ]
     saved = [(kb, kb.mute) for kb in blocks]
     try:
         for kb in blocks:

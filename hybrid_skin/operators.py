@@ -9,7 +9,12 @@ from bpy.props import IntProperty, StringProperty
 
 from . import bridge, rig, state
 
-__all__ = ["HYBRIDSKIN_OT_add", "HYBRIDSKIN_OT_rebind", "HYBRIDSKIN_OT_remove", "HYBRIDSKIN_OT_render_comparison"]
+__all__ = [
+    "HYBRIDSKIN_OT_add",
+    "HYBRIDSKIN_OT_rebind",
+    "HYBRIDSKIN_OT_remove",
+    "HYBRIDSKIN_OT_render_comparison",
+]
 
 #: Listeners told when an object's bind data changed (the viewport drops GPU buffers).
 rebind_listeners: list = []
@@ -20,7 +25,9 @@ def editable_mesh(obj: bpy.types.Object | None) -> bpy.types.Object:
     if obj is None:
         raise bridge.HybridSkinError("No active object: select a skinned mesh")
     if obj.type != "MESH":
-        raise bridge.HybridSkinError(f"'{obj.name}' is a {obj.type.lower()}, not a mesh: select a skinned mesh")
+        raise bridge.HybridSkinError(
+            f"'{obj.name}' is a {obj.type.lower()}, not a mesh: select a skinned mesh"
+        )
     if obj.library is not None or obj.data.library is not None or obj.override_library is not None:
         raise bridge.HybridSkinError(
             f"'{obj.name}' is linked from a library: make it local (Object ▸ Relations ▸ Make Local) first"
@@ -65,7 +72,8 @@ class HYBRIDSKIN_OT_add(bpy.types.Operator):
         extra = f" + {segments} B-bone segment joints" if segments else ""
         self.report(
             {"INFO"},
-            f"Hybrid Skin on '{obj.name}': {bound.vertex_count} vertices, {bound.bones.count} deform bones{extra}",
+            f"Hybrid Skin on '{obj.name}': {bound.vertex_count} vertices, "
+            f"{bound.bones.count} deform bones{extra}",
         )
         return {"FINISHED"}
 

@@ -46,7 +46,9 @@ class HYBRIDSKIN_OT_bake_shape_keys(bpy.types.Operator):
             start = scene.frame_start if self.frame_start < 0 else self.frame_start
             end = scene.frame_end if self.frame_end < 0 else self.frame_end
             frames = bake.frames_of(start, end, self.frame_step)
-        return bake.Baker(context, context.active_object, self.target, frames, bpy.path.abspath(self.filepath))
+        return bake.Baker(
+            context, context.active_object, self.target, frames, bpy.path.abspath(self.filepath)
+        )
 
     def execute(self, context):
         try:
@@ -106,7 +108,9 @@ class HYBRIDSKIN_OT_bake_shape_keys(bpy.types.Operator):
         while not done and time.perf_counter() < deadline:
             done = baker.step()
         context.window_manager.progress_update(int(baker.progress * 100))
-        context.workspace.status_text_set(f"Hybrid Skin: baking {baker.index}/{len(baker.frames)} (Esc to cancel)")
+        context.workspace.status_text_set(
+            f"Hybrid Skin: baking {baker.index}/{len(baker.frames)} (Esc to cancel)"
+        )
         if not done:
             return {"RUNNING_MODAL"}
         baker.finish()

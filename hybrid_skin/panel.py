@@ -61,7 +61,9 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             return
         col.label(text=f"Vertices: {bound.vertex_count:,}")
         segments = bound.bones.virtual_count - bound.bones.count
-        col.label(text=f"Bones: {bound.bones.count}" + (f" + {segments} B-bone segment joints" if segments else ""))
+        col.label(
+            text=f"Bones: {bound.bones.count}" + (f" + {segments} B-bone segment joints" if segments else "")
+        )
         col.label(text=f"Max influences: {bound.binding.max_influences}")
         ms = stats.last_update_ms.get(obj.name)
         if ms is not None:

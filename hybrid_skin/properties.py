@@ -25,25 +25,39 @@ def _settings_changed(self, context) -> None:
 class HybridSkinSettings(bpy.types.PropertyGroup):
     """Hybrid Skin settings of a mesh object"""
 
-    enabled: BoolProperty(name="Enabled", description="Deform with Hybrid Skin", default=False,
-                          update=_settings_changed)
+    enabled: BoolProperty(
+        name="Enabled", description="Deform with Hybrid Skin", default=False, update=_settings_changed
+    )
     deform_factor: FloatProperty(
         name="Deform Factor",
         description="Blend between linear blend skinning (0) and dual quaternion skinning (1)",
-        default=0.5, min=0.0, max=1.0, subtype="FACTOR", update=_settings_changed,
+        default=0.5,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+        update=_settings_changed,
     )
-    factor_mode: EnumProperty(name="Factor Mode", items=FACTOR_MODES, default="GLOBAL", update=_settings_changed)
+    factor_mode: EnumProperty(
+        name="Factor Mode", items=FACTOR_MODES, default="GLOBAL", update=_settings_changed
+    )
     factor_vertex_group: StringProperty(
-        name="Factor Group", description="Vertex group whose weights scale the deform factor",
+        name="Factor Group",
+        description="Vertex group whose weights scale the deform factor",
         update=_settings_changed,
     )
     display: EnumProperty(name="Display", items=DISPLAYS, default="GPU", update=_settings_changed)
-    modifier_name: StringProperty(name="Armature Modifier", description="The Armature modifier Hybrid Skin follows")
+    modifier_name: StringProperty(
+        name="Armature Modifier", description="The Armature modifier Hybrid Skin follows"
+    )
     bake_state: StringProperty(
-        name="Bake State", description="What the last bake added, removed exactly by Clear Bake", options={"HIDDEN"}
+        name="Bake State",
+        description="What the last bake added, removed exactly by Clear Bake",
+        options={"HIDDEN"},
     )
     saved_state: StringProperty(
-        name="Saved State", description="The object's own settings, restored exactly on remove", options={"HIDDEN"}
+        name="Saved State",
+        description="The object's own settings, restored exactly on remove",
+        options={"HIDDEN"},
     )
 
 

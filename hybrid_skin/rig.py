@@ -7,9 +7,8 @@ matrices and dual quaternions (O(bones)); :meth:`SkinRig.evaluate` runs the nump
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import json
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -44,10 +43,14 @@ class SkinRig:
     def vertex_count(self) -> int:
         return int(self.rest_positions.shape[0])
 
-    def rebuild_binding(self, target_to_armature: np.ndarray, arm_eval: bpy.types.Object | None = None) -> None:
+    def rebuild_binding(
+        self, target_to_armature: np.ndarray, arm_eval: bpy.types.Object | None = None
+    ) -> None:
         """(Re)compute influences for the given mesh→armature transform (B-bone segments depend on it)."""
         counts, bone, weight = self.entries
-        points = self.rest_positions.astype(np.float64) @ target_to_armature[:3, :3].T + target_to_armature[:3, 3]
+        points = (
+            self.rest_positions.astype(np.float64) @ target_to_armature[:3, :3].T + target_to_armature[:3, 3]
+        )
         group, invert, envelopes = self.mask
         mask = self.group_weights.get(group) if group >= 0 else None
         if group >= 0 and mask is None:
@@ -58,7 +61,9 @@ class SkinRig:
 
             def split(d: int, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 pb = arm_eval.pose.bones[self.bones.names[d]]
-                res = np.array([pb.bbone_segment_index(tuple(p)) for p in pts], dtype=np.float64).reshape(-1, 2)
+                res = np.array([pb.bbone_segment_index(tuple(p)) for p in pts], dtype=np.float64).reshape(
+                    -1, 2
+                )
                 return res[:, 0].astype(np.int32), res[:, 1]
 
         self.binding = core_binding.build_binding(
@@ -70,7 +75,9 @@ class SkinRig:
         """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
         mod = obj.modifiers.get(self.modifier_name)
         if mod is None:
-            raise bridge.HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
+            raise bridge.HybridSkinError(
+                f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind"
+            )
         stack = list(obj.modifiers)
         dynamic = obj.data.shape_keys is not None or any(m.show_viewport for m in stack[: stack.index(mod)])
         if not dynamic:
@@ -102,7 +109,9 @@ class SkinRig:
         return autofactor.bone_factor_data(deform, self.virtual_rest, self.bones.virtual_parents())
 
     def auto_factors(self, deform: np.ndarray) -> np.ndarray:
-        return autofactor.vertex_factors(self.auto_bone_data(deform), self.binding.bone_indices, self.binding.weights)
+        return autofactor.vertex_factors(
+            self.auto_bone_data(deform), self.binding.bone_indices, self.binding.weights
+        )
 
     def evaluate(
         self,
@@ -203,8 +212,11 @@ def bind(
         rest_normals=np.ascontiguousarray(normals, dtype=np.float32),
         entries=(counts, entry_bone, weights),
         group_weights=group_weights,
-        mask=(obj.vertex_groups.find(mod.vertex_group) if mod.vertex_group else -1,
-              mod.invert_vertex_group, mod.use_bone_envelopes),
+        mask=(
+            obj.vertex_groups.find(mod.vertex_group) if mod.vertex_group else -1,
+            mod.invert_vertex_group,
+            mod.use_bone_envelopes,
+        ),
         rest_segments=rest_segments,
         virtual_rest=core_binding.virtual_rest_matrices(bones, rest_segments),
         fingerprint=_fingerprint(obj, mod),
@@ -218,7 +230,10 @@ _RIGS: dict[int, SkinRig] = {}
 
 
 def cached_rig(
-    obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, modifier_name: str = "", extra_groups: tuple[str, ...] = ()
+    obj: bpy.types.Object,
+    depsgraph: bpy.types.Depsgraph,
+    modifier_name: str = "",
+    extra_groups: tuple[str, ...] = (),
 ) -> SkinRig:
     """The rig for ``obj``, re-bound when its mesh, modifier settings, groups or bones changed."""
     mod = bridge.armature_modifier(obj, modifier_name)

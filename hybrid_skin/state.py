@@ -144,8 +144,9 @@ def _static_factors(obj: bpy.types.Object) -> np.ndarray | float | str:
         if source is not None:
             from .rig import cached_rig  # noqa: PLC0415  (avoid an import cycle at module load)
 
-            rig = cached_rig(obj, bpy.context.evaluated_depsgraph_get(), settings.modifier_name,
-                             (source.name,))
+            rig = cached_rig(
+                obj, bpy.context.evaluated_depsgraph_get(), settings.modifier_name, (source.name,)
+            )
             return settings.deform_factor * rig.group_weights[source.index]
     return float(settings.deform_factor)
 

@@ -110,7 +110,9 @@ def envelope_falloff(points: np.ndarray, bones: DeformBones, bone: np.ndarray) -
     along = np.sum(rel * rel, -1) - height * height
     t = np.divide(height, length, out=np.zeros_like(height), where=length > 0)
     radius = np.where(length > 0, rh + (rt - rh) * t, rh)
-    d2 = np.where(height < 0, np.sum(rel * rel, -1), np.where(height > length, np.sum((tail - points) ** 2, -1), along))
+    d2 = np.where(
+        height < 0, np.sum(rel * rel, -1), np.where(height > length, np.sum((tail - points) ** 2, -1), along)
+    )
     radius = np.where(height < 0, rh, np.where(height > length, rt, radius))
     inside = d2 < radius * radius
     beyond = (dist == 0) | (d2 >= (radius + dist) ** 2)
@@ -119,7 +121,9 @@ def envelope_falloff(points: np.ndarray, bones: DeformBones, bone: np.ndarray) -
     return np.where(inside, 1.0, np.where(beyond, 0.0, fall))
 
 
-def straight_bbone_split(points: np.ndarray, bones: DeformBones, bone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def straight_bbone_split(
+    points: np.ndarray, bones: DeformBones, bone: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Segment index and blend for points on B-bones, Blender's straight mapping.
 
     The point's rest-space Y coordinate along the bone, scaled to segments, picks two neighbouring

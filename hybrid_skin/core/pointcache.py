@@ -44,11 +44,15 @@ def _check(frames: np.ndarray) -> np.ndarray:
     return frames
 
 
-def write_pc2(path: str | os.PathLike, frames: np.ndarray, start_frame: float, sample_rate: float = 1.0) -> None:
+def write_pc2(
+    path: str | os.PathLike, frames: np.ndarray, start_frame: float, sample_rate: float = 1.0
+) -> None:
     """Write ``frames (F, N, 3)`` positions sampled every ``sample_rate`` frames from ``start_frame``."""
     frames = _check(frames)
     header = PC2_SIGNATURE + np.array([1, frames.shape[1]], "<i4").tobytes()
-    header += np.array([start_frame, sample_rate], "<f4").tobytes() + np.array([frames.shape[0]], "<i4").tobytes()
+    header += (
+        np.array([start_frame, sample_rate], "<f4").tobytes() + np.array([frames.shape[0]], "<i4").tobytes()
+    )
     _write_atomically(path, [header, np.ascontiguousarray(frames, dtype="<f4").tobytes()])
 
 

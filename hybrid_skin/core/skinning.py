@@ -28,7 +28,15 @@ import numpy as np
 
 from .dualquat import bone_dual_quaternions
 
-__all__ = ["BonePalette", "SkinBinding", "bone_palette", "cofactor_apply", "shutdown", "skin", "skin_matrices"]
+__all__ = [
+    "BonePalette",
+    "SkinBinding",
+    "bone_palette",
+    "cofactor_apply",
+    "shutdown",
+    "skin",
+    "skin_matrices",
+]
 
 #: Vertices per chunk: keeps the per-chunk working set in the CPU cache.
 CHUNK = 16384

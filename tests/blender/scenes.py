@@ -114,7 +114,9 @@ def make_cylinder(
     return obj
 
 
-def skin_to_chain(obj: bpy.types.Object, arm: bpy.types.Object, blend: float = 0.3) -> bpy.types.ArmatureModifier:
+def skin_to_chain(
+    obj: bpy.types.Object, arm: bpy.types.Object, blend: float = 0.3
+) -> bpy.types.ArmatureModifier:
     """Linear weights along Z: each bone owns its span, blended over ``blend`` around each joint.
 
     Groups are added in a shuffled order so stored order differs from bone order (DQS sign rule).

@@ -19,8 +19,12 @@ from tests.blender.scenes import (
 def snapshot(obj: bpy.types.Object) -> dict:
     """Everything Hybrid Skin may touch on an object, for exact before/after comparisons."""
     mods = [
-        {p.identifier: getattr(m, p.identifier) for p in m.bl_rna.properties
-         if p.identifier not in {"rna_type", "is_active", "execution_time", "persistent_uid"} and not p.is_readonly}
+        {
+            p.identifier: getattr(m, p.identifier)
+            for p in m.bl_rna.properties
+            if p.identifier not in {"rna_type", "is_active", "execution_time", "persistent_uid"}
+            and not p.is_readonly
+        }
         for m in obj.modifiers
     ]
     for m in mods:
@@ -132,9 +136,9 @@ def test_deform_factor_is_animatable(addon, rigged):
     bpy.ops.hybrid_skin.add()
     s = cyl.hybrid_skin
     s.deform_factor = 0.1
-    cyl.keyframe_insert('hybrid_skin.deform_factor', frame=1)
+    cyl.keyframe_insert("hybrid_skin.deform_factor", frame=1)
     s.deform_factor = 0.9
-    cyl.keyframe_insert('hybrid_skin.deform_factor', frame=11)
+    cyl.keyframe_insert("hybrid_skin.deform_factor", frame=11)
     bpy.context.scene.frame_set(6)
     assert abs(cyl.hybrid_skin.deform_factor - 0.5) < 1e-6
 

@@ -17,7 +17,9 @@ def compare_all(api, meshes, label: str) -> float:
     for obj in meshes:
         lbs = native_positions(obj, 0.0)
         diag = bbox_diagonal(lbs)
-        per_vertex = np.round(np.random.default_rng(len(obj.data.vertices)).random(len(lbs)), 3).astype(np.float32)
+        per_vertex = np.round(np.random.default_rng(len(obj.data.vertices)).random(len(lbs)), 3).astype(
+            np.float32
+        )
         for f in (0.0, 1.0, 0.5, per_vertex):
             err = np.abs(api.deformed_positions(obj, f) - native_positions(obj, f)).max() / diag
             assert err <= TOL, f"{label} {obj.name} f={'map' if np.ndim(f) else f}: {err:.2e} × diagonal"

@@ -1,11 +1,18 @@
-"""factor_mode = 'AUTO' through the installed add-on: factors follow the pose, positions equal Blender's mix."""
+"""factor_mode = 'AUTO' through the installed add-on: factors follow the pose; positions equal Blender's."""
 
 from __future__ import annotations
 
 import bpy
 import numpy as np
 
-from tests.blender.scenes import bbox_diagonal, make_chain_armature, make_cylinder, native_positions, pose_bone, skin_to_chain
+from tests.blender.scenes import (
+    bbox_diagonal,
+    make_chain_armature,
+    make_cylinder,
+    native_positions,
+    pose_bone,
+    skin_to_chain,
+)
 
 
 def test_auto_factor_bend_joint_vs_twist_joint(addon):

@@ -150,7 +150,9 @@ def test_point_cache_bake(addon, animated, tmp_path, fmt):
     diag = bbox_diagonal(expected[1][0])
     before = snapshot(cyl)
     path = tmp_path / f"cyl.{fmt.lower()}"
-    bpy.ops.hybrid_skin.bake_shape_keys(target=fmt, frame_start=1, frame_end=12, frame_step=1, filepath=str(path))
+    bpy.ops.hybrid_skin.bake_shape_keys(
+        target=fmt, frame_start=1, frame_end=12, frame_step=1, filepath=str(path)
+    )
     data = pointcache.read_pc2(path)[0] if fmt == "PC2" else pointcache.read_mdd(path)[0]
     np.testing.assert_allclose(data, np.stack([expected[f][0] for f in FRAMES]), atol=1e-6)
     for frame in FRAMES:
@@ -209,8 +211,12 @@ def test_undo_after_bake_restores_the_mesh(addon, animated):
     bpy.context.scene.frame_set(1)
     before, keys = snapshot(cyl), key_arrays(cyl)
     bpy.ops.ed.undo_push(message="before bake")
-    assert bpy.ops.hybrid_skin.bake_shape_keys("EXEC_DEFAULT", True, frame_start=1, frame_end=4) == {"FINISHED"}
-    assert any(k.startswith("HS Bake") for k in bpy.data.objects["Cylinder"].data.shape_keys.key_blocks.keys())
+    assert bpy.ops.hybrid_skin.bake_shape_keys("EXEC_DEFAULT", True, frame_start=1, frame_end=4) == {
+        "FINISHED"
+    }
+    assert any(
+        k.startswith("HS Bake") for k in bpy.data.objects["Cylinder"].data.shape_keys.key_blocks.keys()
+    )
     bpy.ops.ed.undo()
     cyl = bpy.data.objects["Cylinder"]  # undo reloads data: old references are invalid
     bpy.context.scene.frame_set(1)
@@ -266,8 +272,13 @@ def test_gltf_export_of_baked_animation_replays_the_same_positions(addon, animat
     cyl.select_set(True)
     path = tmp_path / "baked.glb"
     bpy.ops.export_scene.gltf(
-        filepath=str(path), use_selection=True, export_skins=False, export_morph=True,
-        export_animations=True, export_animation_mode="SCENE", export_force_sampling=True,
+        filepath=str(path),
+        use_selection=True,
+        export_skins=False,
+        export_morph=True,
+        export_animations=True,
+        export_animation_mode="SCENE",
+        export_force_sampling=True,
     )
     before = set(bpy.data.objects)
     bpy.ops.import_scene.gltf(filepath=str(path))

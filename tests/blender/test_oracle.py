@@ -53,7 +53,9 @@ def two_bone_cylinder():
 
 
 @pytest.mark.parametrize(
-    "rotation", [(90, 0, 0), (120, 0, 0), (0, 0, 180), (110, 0, 150)], ids=["bend90", "bend120", "twist180", "bend+twist"]
+    "rotation",
+    [(90, 0, 0), (120, 0, 0), (0, 0, 180), (110, 0, 150)],
+    ids=["bend90", "bend120", "twist180", "bend+twist"],
 )
 def test_cylinder_poses(api, two_bone_cylinder, rotation):
     arm, cyl = two_bone_cylinder
@@ -72,12 +74,18 @@ def test_object_transforms_and_parenting(api, two_bone_cylinder):
     arm, cyl = two_bone_cylinder
     root = bpy.data.objects.new("Root", None)
     bpy.context.scene.collection.objects.link(root)
-    root.matrix_world = Matrix.LocRotScale((1, -2, 0.5), Matrix.Rotation(0.7, 3, "Z").to_quaternion(), (1.5, 0.8, 1.2))
+    root.matrix_world = Matrix.LocRotScale(
+        (1, -2, 0.5), Matrix.Rotation(0.7, 3, "Z").to_quaternion(), (1.5, 0.8, 1.2)
+    )
     arm.parent = root
-    arm.matrix_basis = Matrix.LocRotScale((0.3, 0, 0), Matrix.Rotation(0.4, 3, "X").to_quaternion(), (1, 1.3, 0.9))
+    arm.matrix_basis = Matrix.LocRotScale(
+        (0.3, 0, 0), Matrix.Rotation(0.4, 3, "X").to_quaternion(), (1, 1.3, 0.9)
+    )
     cyl.parent = arm
     cyl.matrix_parent_inverse = Matrix.Identity(4)
-    cyl.matrix_basis = Matrix.LocRotScale((0.1, 0.2, -0.3), Matrix.Rotation(-0.3, 3, "Y").to_quaternion(), (0.7, 1.4, 1.1))
+    cyl.matrix_basis = Matrix.LocRotScale(
+        (0.1, 0.2, -0.3), Matrix.Rotation(-0.3, 3, "Y").to_quaternion(), (0.7, 1.4, 1.1)
+    )
     pose_bone(arm, "Bone1", (100, 0, 40))
     assert_matches_blender(api, cyl)
 
@@ -183,7 +191,9 @@ def test_normals_are_unit_and_follow_the_bend(api, two_bone_cylinder):
     top = np.array([v.co.z for v in cyl.data.vertices]) > 1.9
     cap = np.array([v.normal.z for v in cyl.data.vertices]) > 0.99
     # The top cap is carried rigidly by Bone1: its +Z normal turns by the bone's 90° about X.
-    np.testing.assert_allclose(normals[top & cap], np.tile([0.0, -1.0, 0.0], ((top & cap).sum(), 1)), atol=1e-5)
+    np.testing.assert_allclose(
+        normals[top & cap], np.tile([0.0, -1.0, 0.0], ((top & cap).sum(), 1)), atol=1e-5
+    )
 
 
 @pytest.mark.parametrize(

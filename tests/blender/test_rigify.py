@@ -12,7 +12,14 @@ from mathutils import Matrix
 
 from tests.blender.scenes import bbox_diagonal, native_positions
 
-LIMB_BONES = ("DEF-upper_arm.L", "DEF-forearm.L", "DEF-hand.L", "DEF-spine.001", "DEF-spine.002", "DEF-thigh.R")
+LIMB_BONES = (
+    "DEF-upper_arm.L",
+    "DEF-forearm.L",
+    "DEF-hand.L",
+    "DEF-spine.001",
+    "DEF-spine.002",
+    "DEF-thigh.R",
+)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +71,9 @@ def test_rigify_human_arm_spine_and_leg(addon, rigify):
     bpy.context.view_layer.objects.active = rig
     bpy.ops.object.parent_set(type="ARMATURE_AUTO")
     assert any(m.type == "ARMATURE" for m in body.modifiers)
-    weighted = {body.vertex_groups[g.group].name for v in body.data.vertices for g in v.groups if g.weight > 0.01}
+    weighted = {
+        body.vertex_groups[g.group].name for v in body.data.vertices for g in v.groups if g.weight > 0.01
+    }
     bbones = {b.name for b in rig.data.bones if b.use_deform and b.bbone_segments > 1}
     assert len(weighted & bbones) >= 4, "the mesh must really be weighted to B-bones"
 

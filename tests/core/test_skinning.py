@@ -137,7 +137,9 @@ def test_normals_are_unit_and_match_finite_differences(f):
     pos, nrm, binding, rest, shape = tube(rings=161, segments=256)
     t = np.clip((pos[:, 1] - 0.2) / 1.6, 0.0, 1.0)
     t = t * t * (3 - 2 * t)  # smooth weights over a wide zone: a smooth surface
-    binding = SkinBinding(binding.bone_indices, np.stack([1 - t, t], -1).astype(np.float32), binding.influence)
+    binding = SkinBinding(
+        binding.bone_indices, np.stack([1 - t, t], -1).astype(np.float32), binding.influence
+    )
     pal = bone_palette(np.stack([np.eye(4), rigid((0, 0, 1), np.radians(30), pivot=(0, 1, 0))]), rest)
     p, n = skin(pos, binding, pal, f, nrm)
     np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-6)
@@ -157,7 +159,9 @@ def test_scaled_bone_single_influence_matches_its_matrix_under_dqs():
     m = rigid((1, 0, 0), 0.7, (0.5, 0, 0))
     m[:3, :3] = m[:3, :3] @ np.diag([1.5, 0.6, 1.2])
     pos = np.random.default_rng(2).normal(size=(100, 3)).astype(np.float32)
-    binding = SkinBinding(np.zeros((100, 1), np.int32), np.ones((100, 1), np.float32), np.ones(100, np.float32))
+    binding = SkinBinding(
+        np.zeros((100, 1), np.int32), np.ones((100, 1), np.float32), np.ones(100, np.float32)
+    )
     pal = bone_palette(m[None], np.eye(4)[None])
     assert pal.pivot is not None
     p, _ = skin(pos, binding, pal, 1.0)
@@ -170,10 +174,14 @@ def test_antipodal_dual_quaternions_are_flipped_against_the_running_sum():
     q1 = rigid((0, 0, 1), np.radians(-10))
     dq = bone_dual_quaternions(np.stack([q0, q1]), np.stack([np.eye(4)] * 2))
     pal = bone_palette(np.stack([q0, q1]), np.stack([np.eye(4)] * 2))
-    pal = pal._replace(real=pal.real * np.array([[1], [-1]], np.float32), dual=pal.dual * np.array([[1], [-1]], np.float32))
+    pal = pal._replace(
+        real=pal.real * np.array([[1], [-1]], np.float32), dual=pal.dual * np.array([[1], [-1]], np.float32)
+    )
     assert np.dot(pal.real[0], pal.real[1]) < 0 and np.all(dq.real[:, 0] > 0)
     pos = np.array([[1.0, 0.0, 0.0]], np.float32)
-    binding = SkinBinding(np.array([[0, 1]], np.int32), np.array([[0.5, 0.5]], np.float32), np.ones(1, np.float32))
+    binding = SkinBinding(
+        np.array([[0, 1]], np.int32), np.array([[0.5, 0.5]], np.float32), np.ones(1, np.float32)
+    )
     p, _ = skin(pos, binding, pal, 1.0)
     np.testing.assert_allclose(p[0], [np.cos(np.radians(-5)), np.sin(np.radians(-5)), 0.0], atol=1e-6)
 

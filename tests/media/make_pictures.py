@@ -42,7 +42,9 @@ def main() -> None:
     pose_bone(arm, "Bone1", (120, 0, 0))
     pose_bone(arm, "Bone2", (0, 170, 0))
     cyl.hybrid_skin.factor_mode = "AUTO"
-    bpy.ops.hybrid_skin.render_comparison(filepath=str(OUT / "auto_bend_then_twist.png"), width=360, height=360)
+    bpy.ops.hybrid_skin.render_comparison(
+        filepath=str(OUT / "auto_bend_then_twist.png"), width=360, height=360
+    )
     hybrid_skin.unregister()
 
 
