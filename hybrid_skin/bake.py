@@ -91,7 +91,7 @@ def _fcurves(id_data):
 
 
 class Baker:
-    """A bake in progress: ``start()``, then ``step()`` until it returns True, then ``finish()``/``cancel()``."""
+    """A bake in progress: ``start()``, ``step()`` until it returns True, then ``finish()``/``cancel()``."""
 
     def __init__(
         self,
