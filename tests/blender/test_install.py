@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 import zipfile
@@ -133,3 +134,19 @@ def test_disable_enable_cycles_leave_handlers_unchanged(addon: ModuleType) -> No
     changed = {name: (before[name], after.get(name)) for name in before if before[name] != after.get(name)}
     assert not changed, f"handlers changed over {CYCLES} disable/enable cycles (before, after): {changed}"
     assert after.keys() == before.keys()
+
+
+def test_disable_enable_cycles_remove_every_draw_callback(addon: ModuleType) -> None:
+    """Each disable removes the viewport callback it added: removing that handle again must fail."""
+    handles = []
+    for _ in range(CYCLES):
+        viewport = importlib.import_module(f"{ADDON_MODULE}.viewport")  # re-imported on each enable
+        assert viewport.is_registered()
+        handles.append(viewport._handle)
+        bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
+        assert not viewport.is_registered()
+        bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
+    assert len({id(h) for h in handles}) == CYCLES
+    for handle in handles:
+        with pytest.raises(ValueError):
+            bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")
