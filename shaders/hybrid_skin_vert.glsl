@@ -9,7 +9,7 @@
 void main()
 {
   vec3 skinned_p, skinned_n;
-  float f = hs_vertex_factor(factor_map);
+  float f = hs_vertex_factor(skin_span, factor_map);
   hs_skin(skin_span, skin_influence, f, rest_position, rest_normal, skinned_p, skinned_n);
   world_position = skinned_p;
   world_normal = skinned_n;

@@ -4,12 +4,14 @@ The shaders in ``shaders/`` read everything per vertex through ``texelFetch``, s
 limit on bones or influences (a Rigify rig with B-bone segments has about a thousand palette bones;
 Blender's textures allow 16384 rows):
 
-* **Bone texture** — RGBA32F, :data:`BONE_TEXELS` = 8 texels wide, one row per palette bone::
+* **Bone texture** — RGBA32F, :data:`BONE_TEXELS` = 9 texels wide, one row per palette bone::
 
       texel 0..2  rows of the 3x4 LBS deform matrix
       texel 3     real part of the bone's dual quaternion (w, x, y, z)
       texel 4     dual part (w, x, y, z)
       texel 5..7  columns of the (4, 3) scale-pivot matrix (zeros when the palette has no pivot)
+      texel 8     AUTO factor data (tau, sigma_x, sigma_y, sigma_z) of
+                  :func:`hybrid_skin.core.autofactor.bone_factor_data` (zeros when not given)
 
   Rebuilt every frame, O(bones); nothing per vertex.
 
@@ -34,17 +36,21 @@ import numpy as np
 from .skinning import BonePalette, SkinBinding
 
 __all__ = [
+    "AUTO_TEXEL",
     "BONE_TEXELS",
     "INFLUENCE_TEXTURE_WIDTH",
     "InfluenceLayout",
     "pack_bone_texture",
     "pack_influences",
     "unpack_bone_texture",
+    "unpack_auto_bone_data",
     "unpack_influences",
 ]
 
-#: Texels per bone row in the bone texture (3 matrix rows, real, dual, 3 pivot columns).
-BONE_TEXELS = 8
+#: Texels per bone row in the bone texture (3 matrix rows, real, dual, 3 pivot columns, AUTO data).
+BONE_TEXELS = 9
+#: Texel of the AUTO factor data ``(tau, sigma_xyz)`` in a bone row.
+AUTO_TEXEL = 8
 #: Width at which the influence texture wraps; rows needed = ceil(entries / width).
 INFLUENCE_TEXTURE_WIDTH = 4096
 #: Float32 represents every integer up to this exactly (bone indices are stored as floats).
@@ -75,10 +81,18 @@ class InfluenceLayout:
         return int(self.texels.shape[0])
 
 
-def pack_bone_texture(palette: BonePalette) -> np.ndarray:
-    """Palette → ``(B, BONE_TEXELS, 4)`` float32 C-contiguous texture data (at least one row)."""
+def pack_bone_texture(palette: BonePalette, auto_bone_data: np.ndarray | None = None) -> np.ndarray:
+    """Palette → ``(B, BONE_TEXELS, 4)`` float32 C-contiguous texture data (at least one row).
+
+    ``auto_bone_data``: ``(B, 4)`` per-bone ``(tau, sigma_xyz)`` for the shader's AUTO factor, or ``None``
+    (texel :data:`AUTO_TEXEL` stays zero).
+    """
     b = palette.bone_count
     out = np.zeros((max(b, 1), BONE_TEXELS, 4), dtype=np.float32)
+    if auto_bone_data is not None:
+        if np.shape(auto_bone_data) != (b, 4):
+            raise ValueError(f"auto_bone_data needs shape ({b}, 4), not {np.shape(auto_bone_data)}")
+        out[:b, AUTO_TEXEL, :] = auto_bone_data
     if b == 0:
         return out
     out[:b, 0:3, :] = palette.matrices
@@ -91,7 +105,8 @@ def pack_bone_texture(palette: BonePalette) -> np.ndarray:
 
 
 def unpack_bone_texture(texels: np.ndarray, bone_count: int) -> BonePalette:
-    """Inverse of :func:`pack_bone_texture` (``pivot`` is ``None`` when all pivot texels are zero)."""
+    """Inverse of :func:`pack_bone_texture` for the palette (``pivot`` is ``None`` when all pivot texels
+    are zero); :func:`unpack_auto_bone_data` reads the AUTO texel."""
     t = np.asarray(texels, dtype=np.float32)[:bone_count]
     pivot = np.ascontiguousarray(np.swapaxes(t[:, 5:8, :], 1, 2))
     return BonePalette(
@@ -100,6 +115,11 @@ def unpack_bone_texture(texels: np.ndarray, bone_count: int) -> BonePalette:
         np.ascontiguousarray(t[:, 4, :]),
         pivot if np.any(pivot) else None,
     )
+
+
+def unpack_auto_bone_data(texels: np.ndarray, bone_count: int) -> np.ndarray:
+    """``(B, 4)`` AUTO factor data of :func:`pack_bone_texture` (zeros when none was packed)."""
+    return np.ascontiguousarray(np.asarray(texels, dtype=np.float32)[:bone_count, AUTO_TEXEL, :])
 
 
 def pack_influences(binding: SkinBinding, width: int = INFLUENCE_TEXTURE_WIDTH) -> InfluenceLayout:

@@ -5,7 +5,9 @@
 * per bind (O(N), :meth:`GpuSkin.__init__`): a vertex buffer with one vertex per face corner (rest
   position, corner normal, the vertex's ``(offset, count)`` span and influence), the triangle index
   buffer and the influence texture (:mod:`hybrid_skin.core.gpu_layout`);
-* per frame (O(bones), :meth:`GpuSkin.update_pose`): the bone texture, re-created from the palette;
+* per frame (O(bones), :meth:`GpuSkin.update_pose`): the bone texture, re-created from the palette (and,
+  for the AUTO factor, each bone's accumulated twist and swing: the shader derives every vertex's factor
+  from them, as ``core.autofactor.vertex_factors`` does);
 * per factor map change (O(N), rare): a second small vertex buffer with the per-vertex factor map. The
   global factor is a uniform, so dragging the slider re-uploads nothing.
 
@@ -91,7 +93,7 @@ class GpuSkin:
 
     ``rig``: rest positions/normals ``(N, 3)`` in mesh space and the binding. ``surface``: ``(triangles
     (T, 3) corner indices, corner_vertex (C,), corner_normals (C, 3))`` from ``bridge.surface``.
-    ``factors``: a global factor or an ``(N,)`` per-vertex factor array (see :meth:`set_factors`).
+    ``factors``: a global factor, an ``(N,)`` per-vertex factor array or ``"AUTO"`` (see :meth:`set_factors`).
     """
 
     def __init__(self, rig: SkinSource, surface: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -117,7 +119,11 @@ class GpuSkin:
         self._armature_to_target = np.eye(4)
         self._freed = False
         self.deform_factor = 0.5
+        #: True: the shader computes the AUTO factor per vertex from the bones' twist and swing.
+        self.auto_factor = False
+        self._has_auto_data = False
         self._factor_map = np.ones(n, dtype=np.float32)
+        self._factor_map_source: np.ndarray | None = None
         self._factor_map_mix = 0.0
         self._upload_static(rig.binding, rig.rest_positions, rig.rest_normals)
         self.set_factors(factors)
@@ -166,12 +172,17 @@ class GpuSkin:
 
     # -- factors ----------------------------------------------------------------------------------------
 
-    def set_factors(self, factors: float | np.ndarray) -> None:
+    def set_factors(self, factors: float | np.ndarray | str) -> None:
         """A scalar sets the global factor only (no upload: slider drags are free). An ``(N,)`` array
-        becomes the per-vertex map (one O(N) upload) with a global factor of 1. ``"AUTO"`` factors must be
-        resolved to an array first (``SkinRig.auto_factors``): they change with the pose."""
+        becomes the per-vertex map (one O(N) upload) with a global factor of 1. ``"AUTO"`` switches the
+        shader to the per-vertex AUTO factor, computed from the bone data :meth:`update_pose` receives
+        (no upload; the slider and the map are ignored)."""
         if isinstance(factors, str):
-            raise ValueError(f"GpuSkin needs numbers, not {factors!r}: resolve it to a per-vertex array")
+            if factors != "AUTO":
+                raise ValueError(f"factors must be a number, an (N,) array or 'AUTO', not {factors!r}")
+            self.auto_factor = True
+            return
+        self.auto_factor = False
         if np.ndim(factors) == 0:
             self.deform_factor = float(factors)
             self._factor_map_mix = 0.0
@@ -181,22 +192,28 @@ class GpuSkin:
 
     def set_factor_map(self, factor_map: np.ndarray | None) -> None:
         """Per-vertex map multiplied by :attr:`deform_factor` in the shader (e.g. a vertex group's weights,
-        so that the slider still scales it for free); ``None`` goes back to the global factor alone."""
-        if factor_map is None:
-            self._factor_map_mix = 0.0
-            return
-        values = _f32(factor_map)
-        if values.shape != (self.vertex_count,):
-            raise ValueError(f"the factor map needs shape ({self.vertex_count},), not {values.shape}")
-        self._factor_map = values.copy()
-        self._factor_map_mix = 1.0
-        self._upload_factor_map()
+        so that the slider still scales it for free); ``None`` goes back to the global factor alone.
+
+        Passing the array object uploaded last again only re-enables the map (no upload): callers hand in
+        the rig's own weights array, which is replaced, not edited, when the weights change."""
+        if factor_map is not None and factor_map is not self._factor_map_source:
+            values = _f32(factor_map)
+            if values.shape != (self.vertex_count,):
+                raise ValueError(f"the factor map needs shape ({self.vertex_count},), not {values.shape}")
+            self._factor_map = values.copy()
+            self._factor_map_source = factor_map
+            self._upload_factor_map()
+        self.auto_factor = False
+        self._factor_map_mix = 0.0 if factor_map is None else 1.0
 
     # -- per frame --------------------------------------------------------------------------------------
 
     def update_pose(self, palette: BonePalette, target_to_armature: np.ndarray,
-                    binding: SkinBinding | None = None) -> None:
+                    binding: SkinBinding | None = None, *, auto_bone_data: np.ndarray | None = None) -> None:
         """Upload this frame's bones (O(bones); no per-vertex work).
+
+        ``auto_bone_data``: the ``(B, 4)`` per-bone twist and swing of this pose
+        (``SkinRig.auto_bone_data``, O(bones)), needed to draw with the AUTO factor.
 
         Static data is re-uploaded (O(N)) only when the rig replaced it: ``binding`` if given, else
         ``rig.binding`` (``SkinRig.rebuild_binding`` replaces it when B-bone influences must follow a new
@@ -213,7 +230,8 @@ class GpuSkin:
             self._upload_static(binding, *rest)
         if palette.bone_count < self._bones_needed:
             raise ValueError(f"palette has {palette.bone_count} bones, the binding uses {self._bones_needed}")
-        self._bones = _texture(pack_bone_texture(palette), "RGBA32F")
+        self._bones = _texture(pack_bone_texture(palette, auto_bone_data), "RGBA32F")
+        self._has_auto_data = auto_bone_data is not None
         self.bone_count = palette.bone_count
         self._use_pivot = palette.pivot is not None
         self._target_to_armature = np.asarray(target_to_armature, dtype=np.float64).reshape(4, 4)
@@ -224,11 +242,15 @@ class GpuSkin:
     ) -> gpu.types.GPUUniformBuf:
         """A fresh uniform block per draw: cheap (272 bytes) and never rewritten while a draw may read it."""
         override = deform_factor is not None
+        auto = self.auto_factor and not override
+        if auto and not self._has_auto_data:
+            raise RuntimeError("the AUTO factor needs the pose's bone data: update_pose(auto_bone_data=...)")
         words = shaders.pack_params(
             self._target_to_armature,
             armature_to_output,
             deform_factor=float(deform_factor) if override else self.deform_factor,
             factor_map_mix=0.0 if override else self._factor_map_mix,
+            factor_mode=shaders.FACTOR_MODE_AUTO if auto else shaders.FACTOR_MODE_UNIFORM,
             use_pivot=self._use_pivot,
             **extra,
         )
@@ -284,6 +306,16 @@ class GpuSkin:
                  variant: str = "hybrid") -> np.ndarray:
         """Skinned positions (or unit normals) ``(N, 3)`` float32 in mesh space, computed by the shader
         library on the GPU: one point per vertex into an RGBA32F offscreen target, read back."""
+        output = "normals" if normals else "positions"
+        return self._readback(output, deform_factor, variant)[:, :3]
+
+    def readback_factors(self, *, deform_factor: float | None = None) -> np.ndarray:
+        """The deform factor ``(N,)`` float32 each vertex is skinned with on the GPU (AUTO: computed by
+        the shader from the bone data)."""
+        return np.ascontiguousarray(self._readback("factors", deform_factor, "hybrid")[:, 0])
+
+    def _readback(self, output: str, deform_factor: float | None, variant: str) -> np.ndarray:
+        """``(N, 4)`` float32: what the readback shader writes per vertex for ``output``."""
         self._check_pose()
         n = self.vertex_count
         width = min(n, READBACK_WIDTH)
@@ -299,7 +331,7 @@ class GpuSkin:
             self._readback_batch = gpu.types.GPUBatch(type="POINTS", buf=self._readback_buffer)
             self._readback_batch.vertbuf_add(_vertex_buffer({"factor_map": self._factor_map}, n))
         params = self._params(self._armature_to_target, deform_factor,
-                              readback_normals=normals, target_size=(width, height))
+                              readback=output, target_size=(width, height))
         program = shaders.get("readback", variant)
         pixels = np.zeros((height, width, 4), dtype=np.float32)
         offscreen = gpu.types.GPUOffScreen(width, height, format="RGBA32F")
@@ -320,7 +352,7 @@ class GpuSkin:
         missing = np.flatnonzero(flat[:, 3] != 1.0)
         if missing.size:
             raise RuntimeError(f"readback lost {missing.size} of {n} vertices (first {missing[:5].tolist()})")
-        return np.ascontiguousarray(flat[:, :3])
+        return np.ascontiguousarray(flat)
 
     def free(self) -> None:
         """Release every GPU object now (textures and buffers go with their last reference)."""

@@ -5,8 +5,11 @@ sampler, varying and output). The library ``hybrid_skin_lib.glsl`` is prepended 
 the viewport and the readback shaders run literally the same skinning code.
 
 Variants are compile-time defines: ``"hybrid"`` (the add-on's shader), ``"dqs"`` and ``"lbs"``
-(single-method shaders for benchmarks and A/B pictures). Shaders compile on first use and stay cached
-until :func:`clear_cache` (called by the add-on's ``unregister``).
+(single-method shaders for benchmarks and A/B pictures). Constants the GLSL shares with Python (the AUTO
+factor's targets and angle, the bone texel it reads, the factor mode values) are passed as defines built
+from the Python modules that own them (:func:`constant_defines`), so each has one source of truth.
+Shaders compile on first use and stay cached until :func:`clear_cache` (called by the add-on's
+``unregister``).
 
 Compile failures raise :class:`ShaderCompileError` naming the shader and carrying Blender's compiler log,
 which Blender itself only prints to the console.
@@ -25,14 +28,18 @@ from pathlib import Path
 import gpu
 import numpy as np
 
-from ..core.gpu_layout import INFLUENCE_TEXTURE_WIDTH
+from ..core import autofactor
+from ..core.gpu_layout import AUTO_TEXEL, INFLUENCE_TEXTURE_WIDTH
 
 __all__ = [
+    "FACTOR_MODE_AUTO",
+    "FACTOR_MODE_UNIFORM",
     "KINDS",
     "VARIANTS",
     "ShaderCompileError",
     "SkinProgram",
     "clear_cache",
+    "constant_defines",
     "get",
     "pack_params",
     "shader_dir",
@@ -49,6 +56,12 @@ VARIANTS: dict[str, tuple[str, ...]] = {"hybrid": (), "dqs": ("HS_DQS_ONLY",), "
 
 PARAMS_FILE = "hybrid_skin_params.glsl"
 PARAMS_STRUCT = "HybridSkinParams"
+#: ``params.flags.w``: the factor is ``factors.x`` (times the per-vertex map when ``factors.y`` = 1) ...
+FACTOR_MODE_UNIFORM = 0
+#: ... or computed per vertex from the pose (``hs_auto_factor``, the twin of ``autofactor.vertex_factors``).
+FACTOR_MODE_AUTO = 1
+#: ``params.flags.z`` of the readback shader: what each vertex writes.
+READBACK_OUTPUTS = {"positions": 0, "normals": 1, "factors": 2}
 #: float32 words in the std140 HybridSkinParams block: 3 mat4, 3 vec4, 2 ivec4.
 PARAMS_WORDS = 3 * 16 + 3 * 4 + 2 * 4
 #: Sampler names in slot order (FLOAT_2D, read with texelFetch): see core/gpu_layout.py for the layouts.
@@ -86,6 +99,25 @@ def _read(name: str) -> str:
     return (shader_dir() / name).read_text(encoding="utf-8")
 
 
+def _glsl_float(value: float) -> str:
+    """A GLSL literal of exactly ``np.float32(value)`` (the value numpy uses; the shortest decimal of the
+    float32 in double precision parses back to that float32)."""
+    return repr(float(np.float32(value)))
+
+
+def constant_defines() -> dict[str, str]:
+    """Defines every Hybrid Skin shader gets, from the Python constants they mirror."""
+    return {
+        "HS_INFLUENCE_WIDTH": str(INFLUENCE_TEXTURE_WIDTH),
+        "HS_AUTO_TEXEL": str(AUTO_TEXEL),
+        "HS_FACTOR_MODE_AUTO": str(FACTOR_MODE_AUTO),
+        # The same float32 constants as autofactor.vertex_factors computes with.
+        "HS_AUTO_SWING": _glsl_float(autofactor.SWING_FACTOR),
+        "HS_AUTO_RANGE": _glsl_float(autofactor.TWIST_FACTOR - autofactor.SWING_FACTOR),
+        "HS_AUTO_EPSILON_SQ": _glsl_float(autofactor.ANGLE_EPSILON**2),
+    }
+
+
 def pack_params(
     target_to_armature: np.ndarray,
     armature_to_output: np.ndarray,
@@ -95,15 +127,17 @@ def pack_params(
     eye: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 0.0),
     deform_factor: float = 0.5,
     factor_map_mix: float = 0.0,
+    factor_mode: int = FACTOR_MODE_UNIFORM,
     use_pivot: bool = False,
     encode_srgb: bool = False,
-    readback_normals: bool = False,
+    readback: str = "positions",
     target_size: tuple[int, int] = (0, 0),
 ) -> np.ndarray:
     """The ``HybridSkinParams`` uniform block (``shaders/hybrid_skin_params.glsl``) as std140 float32 words.
 
     Matrices are row-major numpy ``(4, 4)`` (``p' = M @ p``); std140 stores columns, hence the transposes.
-    Integer members are written through an int32 view of the same words.
+    Integer members are written through an int32 view of the same words. ``readback``: one of
+    :data:`READBACK_OUTPUTS` (readback shader only).
     """
     words = np.zeros(PARAMS_WORDS, dtype=np.float32)
     words[0:16] = np.asarray(target_to_armature, dtype=np.float32).T.ravel()
@@ -113,7 +147,8 @@ def pack_params(
     words[48:52] = color
     words[52:56] = eye
     words[56:60] = (deform_factor, factor_map_mix, 0.0, 0.0)
-    words[60:64].view(np.int32)[:] = (int(use_pivot), int(encode_srgb), int(readback_normals), 0)
+    flags = (int(use_pivot), int(encode_srgb), READBACK_OUTPUTS[readback], int(factor_mode))
+    words[60:64].view(np.int32)[:] = flags
     words[64:68].view(np.int32)[:] = (target_size[0], target_size[1], 0, 0)
     return words
 
@@ -170,7 +205,8 @@ def _create_info(
     info = gpu.types.GPUShaderCreateInfo()
     for name in VARIANTS[variant]:
         info.define(name, "1")
-    info.define("HS_INFLUENCE_WIDTH", str(INFLUENCE_TEXTURE_WIDTH))
+    for name, value in constant_defines().items():
+        info.define(name, value)
     info.typedef_source(_read(PARAMS_FILE))
     info.uniform_buf(0, PARAMS_STRUCT, "params")
     for slot, name in enumerate(SAMPLERS):

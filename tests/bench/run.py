@@ -185,14 +185,163 @@ def gpu_available() -> bool:
     return importlib.util.find_spec("hybrid_skin.gpu.resources") is not None
 
 
+GPU_SIZES = (10_000, 1_000_000)
+GPU_UPDATE_REPEATS = 200
+NATIVE_LBS_REPEATS = 7
+DRAW_VERTICES = 100_000
+DRAW_REPEATS = 15
+DRAW_TARGET = 64  # pixels per side of the offscreen target; the mesh covers about a tenth of it
+
+
+def _gpu_scene(n: int) -> tuple[bpy.types.Object, bpy.types.Object]:
+    """A fresh bench cylinder of about ``n`` vertices with only Blender's LBS Armature modifier."""
+    scene.clear_scene()
+    arm = scene.make_chain_armature("BenchRig", BONES, height=4.0)
+    obj = scene.make_grid_cylinder("BenchMesh", n, height=4.0)
+    scene.add_random_weights(obj, arm)
+    scene.add_lbs_modifier(obj, arm)
+    bpy.context.view_layer.update()
+    return arm, obj
+
+
+def _bind_gpu(obj: bpy.types.Object, factors: float | str = FACTOR):
+    """The GPU display's per-bind work: rig, ``GpuSkin`` (static data uploaded), first pose."""
+    from hybrid_skin import viewport  # noqa: PLC0415
+    from hybrid_skin.gpu.resources import GpuSkin  # noqa: PLC0415
+
+    dg = bpy.context.evaluated_depsgraph_get()
+    bound = rig.bind(obj, dg, "Armature")
+    gpu_skin = GpuSkin(bound, bridge.surface(obj.data), factors)
+    viewport.update_pose(gpu_skin, obj, dg)
+    return bound, gpu_skin
+
+
+def _native_lbs_ms(arm: bpy.types.Object, poses: list[np.ndarray]) -> float:
+    """Blender's Armature modifier (LBS) re-evaluating the mesh after a pose change."""
+    view_layer = bpy.context.view_layer
+    state = {"i": 0}
+
+    def native_frame() -> None:
+        state["i"] ^= 1
+        scene.set_pose(arm, poses[state["i"]])
+        view_layer.update()
+
+    return median_ms(native_frame, NATIVE_LBS_REPEATS)
+
+
+def _gpu_update_ms(
+    arm: bpy.types.Object, obj: bpy.types.Object, poses: list[np.ndarray]
+) -> tuple[float, str]:
+    """Median ms of ``viewport.update_pose`` right after each pose change (the pose evaluation itself, done
+    by Blender for every display, is not timed), with the Armature modifier hidden as in GPU display."""
+    from hybrid_skin import viewport  # noqa: PLC0415
+
+    bound, gpu_skin = _bind_gpu(obj)
+    obj.modifiers["Armature"].show_viewport = False
+    view_layer = bpy.context.view_layer
+    dg = bpy.context.evaluated_depsgraph_get()
+    times = []
+    try:
+        for i in range(GPU_UPDATE_REPEATS + 1):
+            scene.set_pose(arm, poses[i % 2])
+            view_layer.update()
+            t0 = time.perf_counter()
+            viewport.update_pose(gpu_skin, obj, dg)
+            if i:  # the first one warms caches up
+                times.append(time.perf_counter() - t0)
+        # Sanity: the GPU shows what the core computes for this pose (readback: 1 point per vertex).
+        arm_eval = arm.evaluated_get(dg)
+        t2a = bound.target_to_armature(obj.evaluated_get(dg), arm_eval)
+        ref = skin(bound.rest_positions, bound.binding, bound.palette(arm_eval), FACTOR, None, t2a)[0]
+        error = float(np.abs(gpu_skin.readback() - ref).max()) if len(ref) <= 100_000 else None
+    finally:
+        gpu_skin.free()
+    return 1e3 * statistics.median(times), "" if error is None else f"max |GPU-core| {error:.1e}"
+
+
 def bench_gpu_update() -> list[Row]:
-    """P2: CPU time of one GPU-path pose update (slot; needs hybrid_skin.gpu.resources.GpuSkin)."""
-    return [Row("P2 GPU update 1M ÷ 10k, and ÷ native at 1M", float("nan"), None, None, 1.2,
-                note="skipped: hybrid_skin/gpu/resources.py not available")]
+    """P2: CPU time of one frame of the GPU display (``viewport.update_pose``: pose → palette → bone
+    texture), 1M ÷ 10k vertices, and ÷ Blender's Armature modifier (LBS) evaluating the same 1M mesh."""
+    if not gpu_available():
+        return [Row("P2 GPU update", float("nan"), None, None, 1.2, note="skipped: no hybrid_skin.gpu")]
+    from hybrid_skin.gpu import ensure_gpu_context  # noqa: PLC0415
+
+    ensure_gpu_context()
+    update_ms: dict[int, float] = {}
+    notes: dict[int, str] = {}
+    native_ms = float("nan")
+    for n in GPU_SIZES:
+        arm, obj = _gpu_scene(n)
+        poses = [scene.random_pose(arm, seed) for seed in (21, 22)]
+        if n == GPU_SIZES[-1]:
+            native_ms = _native_lbs_ms(arm, poses)
+        update_ms[n], notes[n] = _gpu_update_ms(arm, obj, poses)
+        print(f"  ... P2 {n:>9,} vertices: {update_ms[n]:.3f} ms per GPU frame update", flush=True)
+    small, large = update_ms[GPU_SIZES[0]], update_ms[GPU_SIZES[-1]]
+    return [
+        Row("P2 GPU frame update 1M ÷ 10k vertices", large, None, large / small, 1.2,
+            note=f"10k: {small:.3f} ms; {notes[GPU_SIZES[0]]} at 10k"),
+        Row("P2 GPU frame update ÷ native Armature LBS (1M v)", large, native_ms, large / native_ms, 0.05),
+    ]
+
+
+def _small_view(obj: bpy.types.Object) -> np.ndarray:
+    """World → clip framing ``obj``'s bounds into about a tenth of the target: vertex work dominates."""
+    from hybrid_skin.gpu.comparison import frame_bounds  # noqa: PLC0415
+
+    matrix = np.array(obj.matrix_world)
+    corners = np.array(obj.bound_box, dtype=np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+    return np.diag([0.1, 0.1, 1.0, 1.0]) @ frame_bounds(corners, 1.0)
 
 
 def bench_gpu_draw() -> list[Row]:
-    return [Row("P4 GPU draw", float("nan"), None, None, None, note="slot: not measured yet")]
+    """P4: offscreen draw time of the hybrid shader ÷ the DQS-only variant, same mesh and pose, each draw
+    synchronised by reading a pixel back (median of interleaved repeats). The mesh covers a few pixels, so
+    the time is vertex work."""
+    if not gpu_available():
+        return [Row("P4 GPU draw", float("nan"), None, None, 1.1, note="skipped: no hybrid_skin.gpu")]
+    import gpu  # noqa: PLC0415
+
+    from hybrid_skin import viewport  # noqa: PLC0415
+    from hybrid_skin.gpu import ensure_gpu_context  # noqa: PLC0415
+
+    ensure_gpu_context()
+    arm, obj = _gpu_scene(DRAW_VERTICES)
+    scene.set_pose(arm, scene.random_pose(arm, 31))
+    bpy.context.view_layer.update()
+    _, gpu_skin = _bind_gpu(obj, "AUTO")  # the pose upload then carries the AUTO bone data as well
+    view_projection, object_matrix = _small_view(obj), np.array(obj.matrix_world)
+    offscreen = gpu.types.GPUOffScreen(DRAW_TARGET, DRAW_TARGET, format="RGBA8")
+    pixel = np.zeros(4, dtype=np.float32)
+
+    def drawer(variant: str, factors: float | str) -> Callable[[], None]:
+        def draw() -> None:
+            gpu_skin.set_factors(factors)
+            with offscreen.bind():
+                framebuffer = gpu.state.active_framebuffer_get()
+                framebuffer.clear(color=(0.0, 0.0, 0.0, 0.0), depth=1.0)
+                gpu_skin.draw(view_projection, object_matrix, variant=variant)
+                framebuffer.read_color(0, 0, 1, 1, 4, 0, "FLOAT", data=gpu.types.Buffer("FLOAT", 4, pixel))
+
+        return draw
+
+    try:
+        viewport.update_pose(gpu_skin, obj, bpy.context.evaluated_depsgraph_get())
+        corners = gpu_skin.corner_count
+        hybrid, auto, dqs, lbs = interleaved_ms(
+            [drawer("hybrid", FACTOR), drawer("hybrid", "AUTO"), drawer("dqs", 1.0), drawer("lbs", 0.0)],
+            DRAW_REPEATS,
+        )
+    finally:
+        offscreen.free()
+        gpu_skin.free()
+    size = f"{DRAW_VERTICES // 1000}k v"
+    note = f"{corners // 1000}k corners, {gpu.platform.renderer_get()}"
+    return [
+        Row(f"P4 GPU draw hybrid f={FACTOR} ÷ DQS-only ({size})", hybrid, dqs, hybrid / dqs, 1.1, note=note),
+        Row(f"P4 GPU draw hybrid AUTO ÷ DQS-only ({size})", auto, dqs, auto / dqs, None, note="informative"),
+        Row(f"P4 GPU draw LBS-only ÷ DQS-only ({size})", lbs, dqs, lbs / dqs, None, note="informative"),
+    ]
 
 
 def bench_p5() -> list[Row]:

@@ -4,7 +4,8 @@ Each vertex is drawn as one point into an RGBA32F target with its skinned positi
 normal) as colour (``GpuSkin.readback``), read back and compared with ``core.skinning.skin`` on the same
 binding and palette. Tolerances: positions 1e-5 × the rest bounding-box diagonal, unit normals 1e-5
 absolute - float32 rounding, with room for the GPU's different operation order (FMA), and far below any
-real formula difference (the scenes make LBS and DQS differ by > 1e-2 of the diagonal).
+real formula difference (the scenes make LBS and DQS differ by > 1e-2 of the diagonal). The AUTO factor the
+shader derives per vertex is compared with ``core.autofactor.vertex_factors`` at 1e-5 relative.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ NORMAL_TOL = 1e-5  # absolute, unit vectors
 def hs(addon, gpu_context) -> SimpleNamespace:
     """The installed add-on's modules (shaders loaded from the zip's ``<package>/shaders/``)."""
     name = addon.__name__
-    modules = ("rig", "bridge", "core.skinning", "core.gpu_layout",
+    modules = ("rig", "bridge", "core.skinning", "core.gpu_layout", "core.autofactor",
                "gpu.resources", "gpu.shaders", "gpu.comparison")
     return SimpleNamespace(**{m.split(".")[-1]: importlib.import_module(f"{name}.{m}") for m in modules})
 
@@ -105,6 +106,12 @@ def test_layout_round_trip_keeps_stored_order_and_drops_zero_weights(hs):
         np.testing.assert_array_equal(got, want)
     rigid = hs.gpu_layout.pack_bone_texture(hs.skinning.BonePalette(matrices, real, dual, None))
     assert not rigid[:, 5:].any()
+    auto = rng.normal(size=(b, 4)).astype(np.float32)
+    with_auto = hs.gpu_layout.pack_bone_texture(hs.skinning.BonePalette(matrices, real, dual, pivot), auto)
+    palette_texels = slice(0, hs.gpu_layout.AUTO_TEXEL)
+    np.testing.assert_array_equal(with_auto[:, palette_texels], texels[:, palette_texels])  # unchanged
+    np.testing.assert_array_equal(hs.gpu_layout.unpack_auto_bone_data(with_auto, b), auto)
+    assert not hs.gpu_layout.unpack_auto_bone_data(texels, b).any()  # no AUTO data: a zero texel
 
 
 @pytest.mark.parametrize("factor", [0.0, 0.5, 1.0])
@@ -228,6 +235,96 @@ def test_update_pose_uploads_only_bones_until_the_rig_changes(hs, bent_cylinder)
     skin.update_pose(new_palette, t2a)
     assert skin._corner_buffer is not static[1]
     assert_matches_core(hs, rig, new_palette, t2a, skin, 0.5)
+
+
+FACTOR_RTOL = 1e-5  # AUTO factors (>= 0.55): relative
+
+
+def assert_auto_matches_core(hs, rig, palette, t2a, skin, deform) -> tuple[float, float]:
+    """Shader AUTO vs numpy AUTO: the factor per vertex, then positions and normals skinned with it.
+    Returns (max relative factor error, max position error / diagonal)."""
+    expected = rig.auto_factors(deform)
+    got = skin.readback_factors()
+    np.testing.assert_allclose(got, expected, rtol=FACTOR_RTOL, atol=0)
+    _, position_error = assert_matches_core(hs, rig, palette, t2a, skin, expected)
+    return float(np.abs(got / expected - 1.0).max()), position_error
+
+
+def bind_auto(hs, obj):
+    """``bind`` with the shader's AUTO factor: the pose's per-bone twist and swing go with the palette."""
+    rig, palette, t2a, skin = bind(hs, obj, "AUTO")
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    deform = rig.deform_matrices(bpy.data.objects[rig.armature_name].evaluated_get(depsgraph))
+    skin.update_pose(palette, t2a, auto_bone_data=rig.auto_bone_data(deform))
+    return rig, palette, t2a, skin, deform
+
+
+def test_auto_factor_bend_and_twist_limb(hs):
+    """Bent elbow, twisted wrist (seed 000 §5.3): the shader's AUTO factor and result equal numpy's."""
+    arm = make_chain_armature("Rig", [1.0, 1.0, 1.0])
+    cyl = make_cylinder("Limb", height=3.0, rings=36)
+    skin_to_chain(cyl, arm, blend=0.4)
+    pose_bone(arm, "Bone1", (120, 0, 0))
+    pose_bone(arm, "Bone2", (0, 170, 0))
+    rig, palette, t2a, skin, deform = bind_auto(hs, cyl)
+    factors = rig.auto_factors(deform)
+    assert factors.min() < 0.6 and factors.max() > 0.9, "both joint kinds must show in the factors"
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, deform)
+    fixed = hs.skinning.skin(rig.rest_positions, rig.binding, palette, 0.5, None, t2a)[0]
+    assert np.abs(skin.readback() - fixed).max() > 1e-2 * bbox_diagonal(rig.rest_positions)  # AUTO matters
+    assert_matches_core(hs, rig, palette, t2a, skin, 0.5, deform_factor=0.5)  # an override still wins
+
+    pose_bone(arm, "Bone1", (0, 0, 40))  # the next frame: new bone data only, no per-vertex upload
+    static = (skin._influences, skin._corner_buffer, skin._corner_factors)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    deform = rig.deform_matrices(bpy.data.objects[rig.armature_name].evaluated_get(depsgraph))
+    palette = rig.palette(bpy.data.objects[rig.armature_name].evaluated_get(depsgraph), deform)
+    skin.update_pose(palette, t2a, auto_bone_data=rig.auto_bone_data(deform))
+    assert (skin._influences, skin._corner_buffer, skin._corner_factors) == static
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, deform)
+
+    skin.update_pose(palette, t2a)  # AUTO without this pose's bone data cannot draw
+    with pytest.raises(RuntimeError, match="auto_bone_data"):
+        skin.readback()
+
+
+def test_auto_factor_bbone_chain(hs):
+    arm = make_chain_armature("BRig", [1.0, 1.0, 1.0], segments=5)
+    cyl = make_cylinder("BCyl", height=3.0, rings=36)
+    skin_to_chain(cyl, arm, blend=0.6)
+    arm.pose.bones["Bone1"].bbone_curveinx = 0.4
+    pose_bone(arm, "Bone1", (60, 0, 20))
+    pose_bone(arm, "Bone2", (0, 120, 0))
+    rig, palette, t2a, skin, deform = bind_auto(hs, cyl)
+    assert palette.bone_count > 3
+    factors = rig.auto_factors(deform)
+    assert np.ptp(factors) > 0.2
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, deform)
+
+
+def test_auto_factor_equals_the_pair_sums_on_hard_influences(hs):
+    """Many influences, near-rigid vertices (one weight ~1), large accumulated angles with tiny differences:
+    the shader's one-pass sums keep the precision of the numpy pair loop."""
+    rng = np.random.default_rng(5)
+    n, k, b = 4000, 8, 40
+    weights = rng.random((n, k)).astype(np.float32) ** 3
+    weights[: n // 4, 1:] *= np.float32(1e-4)  # near-rigid
+    weights[n // 4 : n // 2, 2:] = 0.0  # two bones
+    weights /= weights.sum(axis=1, keepdims=True)
+    weights[7] = 0.0  # undeformed
+    bones = rng.integers(0, b, (n, k)).astype(np.int32)
+    binding = hs.skinning.SkinBinding(bones, weights, np.ones(n, dtype=np.float32))
+    bone_data = rng.normal(size=(b, 4)).astype(np.float32)
+    bone_data[: b // 2] = np.float32(3.0) + np.float32(1e-3) * bone_data[: b // 2]  # big, nearly equal
+    identity = hs.skinning.bone_palette(np.tile(np.eye(4), (b, 1, 1)), np.tile(np.eye(4), (b, 1, 1)))
+    source = SimpleNamespace(rest_positions=rng.random((n, 3)).astype(np.float32),
+                             rest_normals=np.tile(np.float32([0, 0, 1]), (n, 1)), binding=binding)
+    surface = (np.zeros((0, 3), np.int32), np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
+    skin = hs.resources.GpuSkin(source, surface, "AUTO")
+    skin.update_pose(identity, np.eye(4), auto_bone_data=bone_data)
+    expected = hs.autofactor.vertex_factors(bone_data, bones, weights)
+    assert np.ptp(expected) > 0.3
+    np.testing.assert_allclose(skin.readback_factors(), expected, rtol=FACTOR_RTOL, atol=0)
 
 
 def test_compile_error_names_the_shader_and_carries_the_log(hs, monkeypatch):
