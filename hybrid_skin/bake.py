@@ -130,7 +130,6 @@ class Baker:
             "keys": [],
             "frames": self.frames,
         }
-        rig.forget(obj)
 
     def step(self) -> bool:
         """Bake one frame; True when all frames are done."""
@@ -160,7 +159,6 @@ class Baker:
         self._restore_tail()
         self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
         state.apply(self.obj)
-        rig.forget(self.obj)
 
     def finish(self) -> None:
         obj = self.obj
@@ -173,7 +171,6 @@ class Baker:
         self.mod.show_render = False
         obj.hybrid_skin.bake_state = json.dumps(self.record)
         self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
-        rig.forget(obj)
 
     def _write_cache(self) -> None:
         frames = np.stack(self.results)
@@ -209,12 +206,12 @@ class Baker:
         basis = key.reference_key
         n = len(obj.data.vertices)
         base = np.empty(n * 3, np.float32)
-        basis.data.foreach_get("co", base)
+        basis.points.foreach_get("co", base)  # raw fast path (Blender ≥ 4.1)
         names = []
         for frame, delta in zip(self.frames, self.results):
             name = f"{KEY_PREFIX}{frame:04d}" if self.target == "SHAPE_KEYS" else f"{KEY_PREFIX}Frame {frame}"
             kb = obj.shape_key_add(name=name, from_mix=False)
-            kb.data.foreach_set("co", base + delta.astype(np.float32).ravel())
+            kb.points.foreach_set("co", base + delta.astype(np.float32).ravel())
             kb.relative_key = basis
             kb.value = 1.0 if self.target == "CURRENT" else 0.0
             names.append(kb.name)
@@ -273,5 +270,4 @@ def clear(obj: bpy.types.Object) -> None:
         if mod is not None:
             mod.show_viewport, mod.show_render = viewport, render
     obj.hybrid_skin.bake_state = ""
-    rig.forget(obj)
     state.apply(obj)

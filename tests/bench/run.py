@@ -344,6 +344,42 @@ def bench_gpu_draw() -> list[Row]:
     ]
 
 
+def bench_bake(obj: bpy.types.Object, arm: bpy.types.Object, frames: int = 10) -> list[Row]:
+    """Issue 4's P1 end to end: seconds per baked frame (shape keys) ÷ the native mix per frame."""
+    import hybrid_skin  # noqa: PLC0415  (registered only for this benchmark)
+
+    poses = [scene.random_pose(arm, seed) for seed in (21, 22)]
+    arm.animation_data_create()
+    for frame, pose in ((1, poses[0]), (frames, poses[1])):
+        scene.set_pose(arm, pose)
+        for pb in arm.pose.bones:
+            pb.keyframe_insert("rotation_quaternion", frame=frame)
+    bpy_scene = bpy.context.scene
+
+    def native_frames():
+        for frame in range(1, frames + 1):
+            bpy_scene.frame_set(frame)
+
+    native = median_ms(native_frames, repeats=3) / frames
+    obj.modifiers.remove(obj.modifiers["Armature DQS"])
+    obj.vertex_groups.remove(obj.vertex_groups[scene.FACTOR_GROUP])
+    hybrid_skin.register()
+    try:
+        bpy.context.view_layer.objects.active = obj
+        bpy.ops.hybrid_skin.add()
+        obj.hybrid_skin.deform_factor = FACTOR
+
+        def bake():
+            assert bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=frames) == {"FINISHED"}
+
+        ours = median_ms(bake, repeats=3) / frames
+    finally:
+        hybrid_skin.unregister()
+    n = len(obj.data.vertices)
+    return [Row(f"P1 bake shape keys per frame ÷ native mix per frame ({n // 1000}k v)", ours, native,
+                ours / native, 1.5, note=f"{frames} frames per bake, includes writing keys and keyframes")]
+
+
 def bench_p5() -> list[Row]:
     return [Row("P5", float("nan"), None, None, None, note="slot: not defined yet")]
 
@@ -380,6 +416,8 @@ def main() -> int:
             rows += bench_bind(obj, entries, repeats=3 if n < 1_000_000 else 1, baseline=n < 1_000_000)
         scene.add_native_mix(obj, arm, FACTOR)
         rows += bench_frame(obj, arm, n, REPEATS[n])
+        if n == 100_000:
+            rows += bench_bake(obj, arm)
         print(f"  ... {n:>9,} vertices done at {time.perf_counter() - t_start:5.1f} s", flush=True)
     rows += bench_gpu_update()
     rows += bench_gpu_draw()
