@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import importlib
 
-_MODULES = ("properties", "operators", "operators_bake", "panel", "viewport", "handlers")
+_MODULES = (
+    "properties",
+    "operators",
+    "operators_bake",
+    "panel",
+    "operators_animtex",
+    "crowd",
+    "viewport",
+    "handlers",
+)
 
 
 def _modules():

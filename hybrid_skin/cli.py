@@ -13,6 +13,7 @@ import sys
 #: command name → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": (".demo", "import a rigged glTF, compare hybrid skinning with Blender's own LBS/DQS/mix"),
+    "bake-textures": (".cli_textures", "bake animation textures (PNG/EXR + JSON) of actions in a .blend"),
 }
 
 
