@@ -380,8 +380,70 @@ def bench_bake(obj: bpy.types.Object, arm: bpy.types.Object, frames: int = 10) -
                 ours / native, 1.5, note=f"{frames} frames per bake, includes writing keys and keyframes")]
 
 
-def bench_p5() -> list[Row]:
-    return [Row("P5", float("nan"), None, None, None, note="slot: not defined yet")]
+#: Seed 002 Tables 3–8: (model, vertices, bones, frames, thesis DQ w×h, matrix w×h, vertex w×h) at 8 bits.
+THESIS_MODELS = (
+    ("Vampire", 45_066, 65, 85, "86×132", "86×197", "86×7,870"),
+    ("X Bot", 99_796, 52, 153, "154×106", "154×158", "(154×2) × (14,232 + 10,514)"),
+    ("Y Bot", 319_944, 67, 131, "132×136", "132×203", "failed (too tall)"),
+)
+
+
+def texture_sizes() -> list[str]:
+    """Our layouts for models like the thesis's (one clip, one guard frame, no embedded metadata rows)."""
+    from hybrid_skin.core.animtex.layout import plan_layout  # noqa: PLC0415
+
+    lines = ["P5 texture sizes (w×h) next to seed 002's (its layout: x = frame, y = bone texel):",
+             f"  {'model':<8} {'verts':>8} {'bones':>5} {'frames':>6}  {'BONE_DQ':>10} {'BONE_MATRIX':>12}"
+             f" {'VERTEX':>13}   thesis DQ / matrix / vertex"]
+    for name, verts, bones, frames, t_dq, t_mat, t_vert in THESIS_MODELS:
+        dq, mat, vert = (plan_layout(n, texels, [frames]) for n, texels in ((bones, 2), (bones, 3), (verts, 2)))
+        lines.append(f"  {name:<8} {verts:>8,} {bones:>5} {frames:>6}  {dq.width:>4}×{dq.height:<5} "
+                     f"{mat.width:>5}×{mat.height:<6} {vert.width:>5}×{vert.height:<7}   {t_dq} / {t_mat} / {t_vert}")
+    return lines
+
+
+def bench_p5(frames: int = 24, vertices: int = 100_000, bones: int = 52) -> list[Row]:
+    """Bake seconds per frame ÷ one native depsgraph evaluation of that frame (an X Bot-sized mesh)."""
+    import tempfile  # noqa: PLC0415
+
+    import hybrid_skin  # noqa: PLC0415
+
+    scene.clear_scene()
+    arm = scene.make_chain_armature("P5Rig", bones, height=4.0)
+    obj = scene.make_grid_cylinder("P5Mesh", vertices, height=4.0)
+    scene.add_random_weights(obj, arm)
+    scene.add_lbs_modifier(obj, arm)
+    arm.animation_data_create()
+    for frame, seed in ((1, 31), (frames, 32)):
+        scene.set_pose(arm, scene.random_pose(arm, seed))
+        for pb in arm.pose.bones:
+            pb.keyframe_insert("rotation_quaternion", frame=frame)
+    bpy_scene = bpy.context.scene
+    bpy_scene.frame_start, bpy_scene.frame_end = 1, frames
+
+    def native_frames():
+        for frame in range(1, frames + 1):
+            bpy_scene.frame_set(frame)
+
+    native = median_ms(native_frames, repeats=3) / frames
+    rows = []
+    hybrid_skin.register()
+    try:
+        bpy.context.view_layer.objects.active = arm
+        for kind, precision in (("VERTEX", "PNG16"), ("BONE_DQ", "EXR16")):
+            with tempfile.TemporaryDirectory() as folder:
+                def bake(kind=kind, precision=precision, folder=folder):
+                    result = bpy.ops.hybrid_skin.bake_animation_texture(
+                        directory=folder, kind=kind, precision=precision, action_source="ACTIVE")
+                    assert result == {"FINISHED"}, result
+
+                ours = median_ms(bake, repeats=1, warmup=0) / frames
+            rows.append(Row(f"P5 bake {kind} {precision} per frame ÷ native evaluation ({vertices // 1000}k v)",
+                            ours, native, ours / native, 1.5,
+                            note=f"{frames} frames, {bones} bones; includes truth check and error report"))
+    finally:
+        hybrid_skin.unregister()
+    return rows
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -425,6 +487,8 @@ def main() -> int:
     scene.clear_scene()
     print()
     print_table(sorted(rows, key=lambda r: r.name[:2]))
+    print()
+    print("\n".join(texture_sizes()))
     print(f"\ntotal {time.perf_counter() - t_start:.1f} s")
     return 0
 
