@@ -120,14 +120,27 @@ def bench_bind(obj: bpy.types.Object, entries: int, repeats: int, baseline: bool
     whole = median_ms(lambda: rig.bind(obj, dg), repeats, warmup=0)
     label = f"{n // 1000}k v, {entries / 1e6:.1f}M entries"
     rows = [
-        Row(f"P3 read_vertex_group_entries /M ({label})", read * per_million, None,
-            read * per_million / 1e3, 0.3),
+        Row(
+            f"P3 read_vertex_group_entries /M ({label})",
+            read * per_million,
+            None,
+            read * per_million / 1e3,
+            0.3,
+        ),
         Row(f"P3 rig.bind /M ({label})", whole * per_million, None, whole * per_million / 1e3, 0.3),
     ]
     if baseline:
         loop = median_ms(lambda: python_loop_entries(obj.data), 1, warmup=0)
-        rows.append(Row(f"P3 baseline: Python loop over v.groups /M ({label})", loop * per_million, None,
-                        loop * per_million / 1e3, None, note="baseline, s per M entries"))
+        rows.append(
+            Row(
+                f"P3 baseline: Python loop over v.groups /M ({label})",
+                loop * per_million,
+                None,
+                loop * per_million / 1e3,
+                None,
+                note="baseline, s per M entries",
+            )
+        )
     for r in rows:
         r.note = r.note or "ratio column = s per M entries"
     return rows
@@ -163,9 +176,11 @@ def bench_frame(obj, arm, n: int, repeats: int) -> list[Row]:
     palette = bound.palette(arm_eval)
     t2a = bound.target_to_armature(obj.evaluated_get(dg), arm_eval)
     native, ours, evaluate = interleaved_ms(
-        [native_frame,
-         lambda: skin(bound.rest_positions, bound.binding, palette, FACTOR, None, t2a),
-         lambda: bound.evaluate(dg, FACTOR)],
+        [
+            native_frame,
+            lambda: skin(bound.rest_positions, bound.binding, palette, FACTOR, None, t2a),
+            lambda: bound.evaluate(dg, FACTOR),
+        ],
         repeats,
     )
 
@@ -174,8 +189,15 @@ def bench_frame(obj, arm, n: int, repeats: int) -> list[Row]:
     label = f"{n // 1000}k v" if n < 1_000_000 else f"{n // 1_000_000}M v"
     target = 1.0 if n == 100_000 else None
     return [
-        Row(f"P1 skin() f=0.5 ÷ native mix ({label})", ours, native, ours / native, target,
-            0.7 if target else None, note=f"max |ours-native| {err:.1e}"),
+        Row(
+            f"P1 skin() f=0.5 ÷ native mix ({label})",
+            ours,
+            native,
+            ours / native,
+            target,
+            0.7 if target else None,
+            note=f"max |ours-native| {err:.1e}",
+        ),
         Row(f"P1 SkinRig.evaluate f=0.5 ÷ native mix ({label})", evaluate, native, evaluate / native, None),
     ]
 
@@ -279,8 +301,14 @@ def bench_gpu_update() -> list[Row]:
         print(f"  ... P2 {n:>9,} vertices: {update_ms[n]:.3f} ms per GPU frame update", flush=True)
     small, large = update_ms[GPU_SIZES[0]], update_ms[GPU_SIZES[-1]]
     return [
-        Row("P2 GPU frame update 1M ÷ 10k vertices", large, None, large / small, 1.2,
-            note=f"10k: {small:.3f} ms; {notes[GPU_SIZES[0]]} at 10k"),
+        Row(
+            "P2 GPU frame update 1M ÷ 10k vertices",
+            large,
+            None,
+            large / small,
+            1.2,
+            note=f"10k: {small:.3f} ms; {notes[GPU_SIZES[0]]} at 10k",
+        ),
         Row("P2 GPU frame update ÷ native Armature LBS (1M v)", large, native_ms, large / native_ms, 0.05),
     ]
 
@@ -376,8 +404,16 @@ def bench_bake(obj: bpy.types.Object, arm: bpy.types.Object, frames: int = 10) -
     finally:
         hybrid_skin.unregister()
     n = len(obj.data.vertices)
-    return [Row(f"P1 bake shape keys per frame ÷ native mix per frame ({n // 1000}k v)", ours, native,
-                ours / native, 1.5, note=f"{frames} frames per bake, includes writing keys and keyframes")]
+    return [
+        Row(
+            f"P1 bake shape keys per frame ÷ native mix per frame ({n // 1000}k v)",
+            ours,
+            native,
+            ours / native,
+            1.5,
+            note=f"{frames} frames per bake, includes writing keys and keyframes",
+        )
+    ]
 
 
 #: Seed 002 Tables 3–8: (model, vertices, bones, frames, thesis DQ w×h, matrix w×h, vertex w×h) at 8 bits.
@@ -392,13 +428,19 @@ def texture_sizes() -> list[str]:
     """Our layouts for models like the thesis's (one clip, one guard frame, no embedded metadata rows)."""
     from hybrid_skin.core.animtex.layout import plan_layout  # noqa: PLC0415
 
-    lines = ["P5 texture sizes (w×h) next to seed 002's (its layout: x = frame, y = bone texel):",
-             f"  {'model':<8} {'verts':>8} {'bones':>5} {'frames':>6}  {'BONE_DQ':>10} {'BONE_MATRIX':>12}"
-             f" {'VERTEX':>13}   thesis DQ / matrix / vertex"]
+    lines = [
+        "P5 texture sizes (w×h) next to seed 002's (its layout: x = frame, y = bone texel):",
+        f"  {'model':<8} {'verts':>8} {'bones':>5} {'frames':>6}  {'BONE_DQ':>10} {'BONE_MATRIX':>12}"
+        f" {'VERTEX':>13}   thesis DQ / matrix / vertex",
+    ]
     for name, verts, bones, frames, t_dq, t_mat, t_vert in THESIS_MODELS:
-        dq, mat, vert = (plan_layout(n, texels, [frames]) for n, texels in ((bones, 2), (bones, 3), (verts, 2)))
-        lines.append(f"  {name:<8} {verts:>8,} {bones:>5} {frames:>6}  {dq.width:>4}×{dq.height:<5} "
-                     f"{mat.width:>5}×{mat.height:<6} {vert.width:>5}×{vert.height:<7}   {t_dq} / {t_mat} / {t_vert}")
+        dq, mat, vert = (
+            plan_layout(n, texels, [frames]) for n, texels in ((bones, 2), (bones, 3), (verts, 2))
+        )
+        lines.append(
+            f"  {name:<8} {verts:>8,} {bones:>5} {frames:>6}  {dq.width:>4}×{dq.height:<5} "
+            f"{mat.width:>5}×{mat.height:<6} {vert.width:>5}×{vert.height:<7}   {t_dq} / {t_mat} / {t_vert}"
+        )
     return lines
 
 
@@ -432,15 +474,24 @@ def bench_p5(frames: int = 24, vertices: int = 100_000, bones: int = 52) -> list
         bpy.context.view_layer.objects.active = arm
         for kind, precision in (("VERTEX", "PNG16"), ("BONE_DQ", "EXR16")):
             with tempfile.TemporaryDirectory() as folder:
+
                 def bake(kind=kind, precision=precision, folder=folder):
                     result = bpy.ops.hybrid_skin.bake_animation_texture(
-                        directory=folder, kind=kind, precision=precision, action_source="ACTIVE")
+                        directory=folder, kind=kind, precision=precision, action_source="ACTIVE"
+                    )
                     assert result == {"FINISHED"}, result
 
                 ours = median_ms(bake, repeats=1, warmup=0) / frames
-            rows.append(Row(f"P5 bake {kind} {precision} per frame ÷ native evaluation ({vertices // 1000}k v)",
-                            ours, native, ours / native, 1.5,
-                            note=f"{frames} frames, {bones} bones; includes truth check and error report"))
+            rows.append(
+                Row(
+                    f"P5 bake {kind} {precision} per frame ÷ native evaluation ({vertices // 1000}k v)",
+                    ours,
+                    native,
+                    ours / native,
+                    1.5,
+                    note=f"{frames} frames, {bones} bones; includes truth check and error report",
+                )
+            )
     finally:
         hybrid_skin.unregister()
     return rows
@@ -448,24 +499,29 @@ def bench_p5(frames: int = 24, vertices: int = 100_000, bones: int = 52) -> list
 
 # ------------------------------------------------------------------------------------------ report
 def print_table(rows: list[Row]) -> None:
-    head = (f"{'benchmark':<62} {'ours ms':>10} {'native ms':>10} {'ratio':>8} {'target':>7}"
-            f" {'met?':>14}  note")
+    head = (
+        f"{'benchmark':<62} {'ours ms':>10} {'native ms':>10} {'ratio':>8} {'target':>7}"
+        f" {'met?':>14}  note"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         native = "-" if r.native_ms is None else f"{r.native_ms:10.2f}"
         ratio = "-" if r.ratio is None else f"{r.ratio:8.3f}"
         target = "-" if r.target is None else f"≤{r.target:g}" + (f"/{r.stretch:g}" if r.stretch else "")
-        print(f"{r.name:<62} {r.ours_ms:10.2f} {native:>10} {ratio:>8} {target:>7}"
-              f" {r.met():>14}  {r.note}")
+        print(
+            f"{r.name:<62} {r.ours_ms:10.2f} {native:>10} {ratio:>8} {target:>7}" f" {r.met():>14}  {r.note}"
+        )
 
 
 def main() -> int:
     t_start = time.perf_counter()
     print(f"Blender {bpy.app.version_string} (bpy module), {hardware()}")
-    print(f"{BONES} bones, {scene.INFLUENCES} influences per vertex, deform factor {FACTOR}, median of"
-          f" interleaved repeats; Blender's modifiers and the numpy core (chunks on {THREADS} threads) both"
-          " use every core\n")
+    print(
+        f"{BONES} bones, {scene.INFLUENCES} influences per vertex, deform factor {FACTOR}, median of"
+        f" interleaved repeats; Blender's modifiers and the numpy core (chunks on {THREADS} threads) both"
+        " use every core\n"
+    )
     rows: list[Row] = []
     for n in SIZES:
         scene.clear_scene()
