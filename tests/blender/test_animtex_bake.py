@@ -601,7 +601,8 @@ def test_bad_input_gives_a_clear_message_and_no_files(addon, animtex, robot, tmp
 def test_failed_write_is_atomic(addon, animtex, robot, tmp_path, monkeypatch):
     arm, meshes = robot
     (tmp_path / "robot_vertex.png").write_bytes(b"an older bake")
-    monkeypatch.setattr(animtex, "read_image", lambda path: np.zeros((1, 1, 4), np.float32))
+    unreadable = np.zeros((1, 1, 4), np.float32)
+    monkeypatch.setattr(f"{addon.__name__}.animtex_files.read_image", lambda path: unreadable)
     with pytest.raises(RuntimeError, match="did not read back"):
         bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), file_name="robot_vertex")
     assert os.listdir(tmp_path) == ["robot_vertex.png"]
