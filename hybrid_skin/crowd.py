@@ -5,7 +5,9 @@ default). All meshes of the character share one vertex buffer (rest position, no
 4 bone indices and weights); a small float texture holds per instance its grid offset, time offset and
 clip, and each part's object matrix. The vertex shader is the decoders of ``shaders/animtex_*.glsl``
 (reading layout, clip table and decode terms from the texture's embedded metadata block), so the preview
-plays exactly what an engine would. Non-looping clips replay from the start in the preview.
+plays exactly what an engine would. Non-looping clips replay from the start in the preview. The GLSL is
+``shaders/animtex_crowd_{vert,frag}.glsl``, built and cached by the add-on's one shader loader
+(``gpu.shaders.get("crowd", "vertex" | "bone")``).
 
 A stats line in the viewport gives the instance count and the CPU time of the draw call.
 Unregister removes both draw handlers and frees every GPU object.
@@ -26,103 +28,9 @@ from bpy.props import FloatProperty, IntProperty
 
 from . import animtex_bake, bridge
 from .core.animtex import Kind, texture_from_metadata
-from .gpu.shaders import ShaderCompileError, shader_dir
+from .gpu import shaders
 
 __all__ = ["CrowdLayout", "CrowdPreview", "crowd_layout", "is_active"]
-
-#: Vertex shader main (goes after animtex_vertex.glsl and, for bone kinds, animtex_bone.glsl).
-VERTEX_MAIN = """
-void main()
-{
-  vec4 place = texelFetch(crowd, ivec2(gl_InstanceID, 0), 0); /* xyz grid offset, time offset */
-  int clip_index = int(texelFetch(crowd, ivec2(gl_InstanceID, 1), 0).x);
-  AnimtexClip clip = animtex_clip(animation, clip_index);
-  float seconds = time + place.w;
-  float period = float(clip.frame_count - 1) / clip.sample_rate;
-  if (!clip.loop && period > 0.0) {
-    seconds -= period * floor(seconds / period); /* the preview replays clips that do not loop */
-  }
-  float clip_sample = animtex_sample_at_time(clip, seconds);
-  vec3 p, n;
-#ifdef CROWD_BONES
-  AnimtexBoneInfo info = animtex_bone_info(animation);
-  animtex_bone_skin(animation, info, clip, clip_sample, bones, weights, deform_factor, rest_position,
-                    rest_normal, p, n);
-#else
-  AnimtexVertexInfo info = animtex_vertex_info(animation);
-  animtex_vertex_sample(animation, info, clip, item, clip_sample, rest_position, p, n);
-#endif
-  vec4 r0 = texelFetch(crowd, ivec2(0, 2 + part), 0);
-  vec4 r1 = texelFetch(crowd, ivec2(1, 2 + part), 0);
-  vec4 r2 = texelFetch(crowd, ivec2(2, 2 + part), 0);
-  vec4 p1 = vec4(p, 1.0);
-  world_position = vec3(dot(r0, p1), dot(r1, p1), dot(r2, p1)) + place.xyz;
-  world_normal = vec3(dot(cross(r1.xyz, r2.xyz), n), dot(cross(r2.xyz, r0.xyz), n),
-                      dot(cross(r0.xyz, r1.xyz), n));
-  instance_id = gl_InstanceID;
-  gl_Position = view_projection * vec4(world_position, 1.0);
-}
-"""
-
-FRAGMENT_MAIN = """
-void main()
-{
-  if (output_mode == 1) { /* readback: scene position and instance number + 1 */
-    FragColor = vec4(world_position, float(instance_id + 1));
-    return;
-  }
-  float len = length(world_normal);
-  vec3 n = len > 0.0 ? world_normal / len : vec3(0.0, 0.0, 1.0);
-  float light = 0.35 + 0.65 * abs(dot(n, normalize(vec3(0.3, -0.5, 0.8))));
-  FragColor = vec4(color.rgb * light, color.a);
-}
-"""
-
-VERTEX_INPUTS = (
-    ("VEC3", "rest_position"),
-    ("VEC3", "rest_normal"),
-    ("INT", "item"),
-    ("INT", "part"),
-    ("IVEC4", "bones"),
-    ("VEC4", "weights"),
-)
-_SHADERS: dict[bool, gpu.types.GPUShader] = {}
-
-
-def _shader(bones: bool) -> gpu.types.GPUShader:
-    """The crowd shader (vertex or bone textures), compiled once and cached."""
-    if bones in _SHADERS:
-        return _SHADERS[bones]
-    info = gpu.types.GPUShaderCreateInfo()
-    if bones:
-        info.define("CROWD_BONES", "1")
-    info.push_constant("MAT4", "view_projection")
-    info.push_constant("VEC4", "color")
-    info.push_constant("FLOAT", "time")
-    info.push_constant("FLOAT", "deform_factor")
-    info.push_constant("INT", "output_mode")
-    info.sampler(0, "FLOAT_2D", "animation")
-    info.sampler(1, "FLOAT_2D", "crowd")
-    for slot, (kind, name) in enumerate(VERTEX_INPUTS):
-        info.vertex_in(slot, kind, name)
-    interface = gpu.types.GPUStageInterfaceInfo("hybrid_skin_crowd_interface")
-    interface.smooth("VEC3", "world_position")
-    interface.smooth("VEC3", "world_normal")
-    interface.flat("INT", "instance_id")
-    info.vertex_out(interface)
-    info.fragment_out(0, "VEC4", "FragColor")
-    files = ["animtex_vertex.glsl"] + (["animtex_bone.glsl"] if bones else [])
-    library = "\n".join((shader_dir() / f).read_text(encoding="utf-8") for f in files)
-    info.vertex_source(library + VERTEX_MAIN)
-    info.fragment_source(FRAGMENT_MAIN)
-    try:
-        _SHADERS[bones] = gpu.shader.create_from_info(info)
-    except Exception as err:  # Blender raises a bare Exception and prints the log to the console
-        raise ShaderCompileError(
-            f"hybrid_skin crowd shader failed to compile ({err}); see the console"
-        ) from err
-    return _SHADERS[bones]
-
 
 @dataclass(frozen=True)
 class CrowdLayout:
@@ -166,7 +74,8 @@ class CrowdPreview:
                 "The crowd preview reads the texture's metadata block: bake with Embed Metadata"
             )
         self.kind = Kind(meta["kind"])
-        self.shader = _shader(self.kind is not Kind.VERTEX)  # compile now: errors reach the operator
+        variant = "vertex" if self.kind is Kind.VERTEX else "bone"
+        self.program = shaders.get("crowd", variant)  # compile now: errors reach the operator
         self.deform_factor = float(meta["deform_factor"]["value"] or 0.5)
         self.count = len(layout.clips)
         self.layout = layout
@@ -183,7 +92,7 @@ class CrowdPreview:
         self.draw_ms = 0.0
 
     def _batch(self, parts: list[dict]) -> gpu.types.GPUBatch:
-        columns = {name: [] for _kind, name in VERTEX_INPUTS}
+        columns = {name: [] for _kind, name in shaders.CROWD_VERTEX_INPUTS}
         triangles, start = [], 0
         for p, part in enumerate(parts):
             n = len(part["positions"])
@@ -197,7 +106,7 @@ class CrowdPreview:
             start += n
         fmt = gpu.types.GPUVertFormat()
         data = {}
-        for kind, name in VERTEX_INPUTS:
+        for kind, name in shaders.CROWD_VERTEX_INPUTS:
             integer = kind in ("INT", "IVEC4")
             values = np.concatenate(columns[name]).astype(np.int32 if integer else np.float32)
             data[name] = np.ascontiguousarray(values)
@@ -220,24 +129,22 @@ class CrowdPreview:
         self, view_projection: np.ndarray, seconds: float, *, color=(0.8, 0.8, 0.8, 1.0), output_mode: int = 0
     ) -> None:
         """Every instance at playback time ``seconds``, depth-tested, in ONE instanced draw call."""
-        shader = self.shader
+        program = self.program
         saved = (gpu.state.depth_test_get(), gpu.state.depth_mask_get())
         start = time.perf_counter()
         try:
             gpu.state.depth_test_set("LESS_EQUAL")
             gpu.state.depth_mask_set(True)
-            shader.bind()
-            shader.uniform_float(
-                "view_projection", np.asarray(view_projection, np.float32).T.ravel().tolist()
+            program.bind(
+                self.animation,
+                self.crowd,
+                view_projection=view_projection,
+                seconds=seconds,
+                deform_factor=self.deform_factor,
+                color=color,
+                output_mode=output_mode,
             )
-            shader.uniform_float("color", tuple(color))
-            shader.uniform_float("time", float(seconds))
-            if self.kind is not Kind.VERTEX:  # unused (compiled out) by the vertex-texture shader
-                shader.uniform_float("deform_factor", self.deform_factor)
-            shader.uniform_int("output_mode", output_mode)
-            shader.uniform_sampler("animation", self.animation)
-            shader.uniform_sampler("crowd", self.crowd)
-            self.batch.draw_instanced(shader, instance_start=0, instance_count=self.count)
+            self.batch.draw_instanced(program.shader, instance_start=0, instance_count=self.count)
         finally:
             gpu.state.depth_test_set(saved[0])
             gpu.state.depth_mask_set(saved[1])
@@ -258,7 +165,7 @@ class CrowdPreview:
             offscreen.free()
 
     def free(self) -> None:
-        self.batch = self.animation = self.crowd = self.shader = None
+        self.batch = self.animation = self.crowd = self.program = None
 
 
 def _mesh_parts(meta: dict, obj: bpy.types.Object, scene: bpy.types.Scene) -> list[dict]:
@@ -410,7 +317,7 @@ class HYBRIDSKIN_OT_crowd_preview(bpy.types.Operator):
             return {"FINISHED"}
         try:
             preview = preview_for(context.active_object, context.scene, self.count, self.spacing)
-        except (bridge.HybridSkinError, ShaderCompileError, ValueError) as err:
+        except (bridge.HybridSkinError, shaders.ShaderCompileError, ValueError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         show(preview)
@@ -430,6 +337,6 @@ def unregister() -> None:
     if bpy.app.timers.is_registered(hide):
         bpy.app.timers.unregister(hide)
     hide()
-    _SHADERS.clear()
+    shaders.clear_cache("crowd")
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -1,18 +1,23 @@
 """The one loader of the add-on's GLSL: files in ``shaders/`` → compiled, cached ``GPUShader`` objects.
 
 Sources are plain GLSL files (no ``#version``; Blender's create-info declares every input, uniform,
-sampler, varying and output). The library ``hybrid_skin_lib.glsl`` is prepended to each vertex stage so
-the viewport and the readback shaders run literally the same skinning code.
+sampler, varying and output). Each kind of shader is one :class:`ShaderKind` in :data:`KINDS`: its vertex
+libraries and ``main()`` files, fragment file, variants, and what its create-info declares. Kinds:
 
-Variants are compile-time defines: ``"hybrid"`` (the add-on's shader), ``"dqs"`` and ``"lbs"``
-(single-method shaders for benchmarks and A/B pictures). Constants the GLSL shares with Python (the AUTO
-factor's targets and angle, the bone texel it reads, the factor mode values) are passed as defines built
-from the Python modules that own them (:func:`constant_defines`), so each has one source of truth.
+* ``"viewport"`` / ``"readback"``: the skinning shaders. The library ``hybrid_skin_lib.glsl`` is prepended
+  to each vertex stage so both run literally the same skinning code; they read the ``HybridSkinParams``
+  block (:func:`pack_params`) and two textures (:class:`SkinProgram`). Variants (:data:`VARIANTS`):
+  ``"hybrid"`` (the add-on's shader), ``"dqs"`` and ``"lbs"`` (single-method shaders for benchmarks and
+  A/B pictures). Constants the GLSL shares with Python (the AUTO factor's targets and angle, the bone
+  texel it reads, the factor mode values) are passed as defines built from the Python modules that own
+  them (:func:`constant_defines`), so each has one source of truth.
+* ``"crowd"``: the instanced crowd preview (``crowd.py``), the animation texture decoders
+  ``animtex_vertex.glsl`` (+ ``animtex_bone.glsl``) followed by ``animtex_crowd_vert.glsl``; push constants
+  and two textures (:class:`CrowdProgram`). Variants (:data:`CROWD_VARIANTS`): ``"vertex"`` and ``"bone"``.
+
 Shaders compile on first use and stay cached until :func:`clear_cache` (called by the add-on's
-``unregister``).
-
-Compile failures raise :class:`ShaderCompileError` naming the shader and carrying Blender's compiler log,
-which Blender itself only prints to the console.
+``unregister``). Compile failures raise :class:`ShaderCompileError` naming the shader and its files and
+carrying Blender's compiler log, which Blender itself only prints to the console.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +37,18 @@ from ..core import autofactor
 from ..core.gpu_layout import AUTO_TEXEL, INFLUENCE_TEXTURE_WIDTH
 
 __all__ = [
+    "CROWD_VARIANTS",
+    "CROWD_VERTEX_INPUTS",
     "FACTOR_MODE_AUTO",
     "FACTOR_MODE_UNIFORM",
     "KINDS",
     "VARIANTS",
+    "CrowdProgram",
+    "Program",
     "ShaderCompileError",
+    "ShaderKind",
     "SkinProgram",
+    "Variant",
     "clear_cache",
     "constant_defines",
     "get",
@@ -46,14 +57,6 @@ __all__ = [
 ]
 
 LIB_FILE = "hybrid_skin_lib.glsl"
-#: kind → (vertex file, fragment file)
-KINDS: dict[str, tuple[str, str]] = {
-    "viewport": ("hybrid_skin_vert.glsl", "hybrid_skin_frag.glsl"),
-    "readback": ("hybrid_skin_readback_vert.glsl", "hybrid_skin_readback_frag.glsl"),
-}
-#: variant → defines
-VARIANTS: dict[str, tuple[str, ...]] = {"hybrid": (), "dqs": ("HS_DQS_ONLY",), "lbs": ("HS_LBS_ONLY",)}
-
 PARAMS_FILE = "hybrid_skin_params.glsl"
 PARAMS_STRUCT = "HybridSkinParams"
 #: ``params.flags.w``: the factor is ``factors.x`` (times the per-vertex map when ``factors.y`` = 1) ...
@@ -74,9 +77,45 @@ VERTEX_INPUTS = (
     ("FLOAT", "skin_influence"),
     ("FLOAT", "factor_map"),
 )
-_VARYINGS = {
-    "viewport": (("smooth", "VEC3", "world_position"), ("smooth", "VEC3", "world_normal")),
-    "readback": (("flat", "VEC4", "readback_value"),),
+
+#: Crowd samplers in slot order: the animation texture as loaded, and the per-instance/per-part texture.
+CROWD_SAMPLERS = ("animation", "crowd")
+#: Crowd per-vertex inputs (slot order = the vertex format crowd.py builds from this tuple).
+CROWD_VERTEX_INPUTS = (
+    ("VEC3", "rest_position"),
+    ("VEC3", "rest_normal"),
+    ("INT", "item"),
+    ("INT", "part"),
+    ("IVEC4", "bones"),
+    ("VEC4", "weights"),
+)
+CROWD_PUSH_CONSTANTS = (
+    ("MAT4", "view_projection"),
+    ("VEC4", "color"),
+    ("FLOAT", "time"),
+    ("FLOAT", "deform_factor"),
+    ("INT", "output_mode"),
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Compile-time choices of one variant: defines (each ``1``) and vertex libraries added for it."""
+
+    defines: tuple[str, ...] = ()
+    libraries: tuple[str, ...] = ()
+
+
+#: Skinning variants (kinds ``"viewport"`` and ``"readback"``).
+VARIANTS: dict[str, Variant] = {
+    "hybrid": Variant(),
+    "dqs": Variant(("HS_DQS_ONLY",)),
+    "lbs": Variant(("HS_LBS_ONLY",)),
+}
+#: Crowd variants: vertex animation textures, or bone textures (``animtex_bone.glsl``, ``CROWD_BONES``).
+CROWD_VARIANTS: dict[str, Variant] = {
+    "vertex": Variant(),
+    "bone": Variant(("CROWD_BONES",), ("animtex_bone.glsl",)),
 }
 
 
@@ -154,11 +193,17 @@ def pack_params(
 
 
 @dataclass
-class SkinProgram:
-    """A compiled shader and the way to feed it: one uniform block and two textures."""
+class Program:
+    """A compiled shader: ``name`` is ``"hybrid_skin <kind>/<variant>"``."""
 
     name: str
     shader: gpu.types.GPUShader
+    variant: str
+
+
+@dataclass
+class SkinProgram(Program):
+    """A skinning shader and the way to feed it: one uniform block and two textures."""
 
     def bind(
         self, params: gpu.types.GPUUniformBuf, bones: gpu.types.GPUTexture, influences: gpu.types.GPUTexture
@@ -168,6 +213,97 @@ class SkinProgram:
         self.shader.uniform_block("params", params)
         for name, texture in zip(SAMPLERS, (bones, influences)):
             self.shader.uniform_sampler(name, texture)
+
+
+@dataclass
+class CrowdProgram(Program):
+    """The crowd shader and the way to feed it: push constants and two textures (:data:`CROWD_SAMPLERS`)."""
+
+    def bind(
+        self,
+        animation: gpu.types.GPUTexture,
+        crowd: gpu.types.GPUTexture,
+        *,
+        view_projection: np.ndarray,
+        seconds: float,
+        deform_factor: float,
+        color: tuple[float, float, float, float],
+        output_mode: int,
+    ) -> None:
+        """Bind the shader and its resources; ``batch.draw_instanced(program.shader, ...)`` next.
+
+        ``view_projection`` is row-major numpy ``(4, 4)``; ``output_mode`` 1 writes scene position and
+        instance number + 1 (readback). ``deform_factor`` is ignored by the ``"vertex"`` variant.
+        """
+        shader = self.shader
+        shader.bind()
+        shader.uniform_float("view_projection", np.asarray(view_projection, np.float32).T.ravel().tolist())
+        shader.uniform_float("color", tuple(color))
+        shader.uniform_float("time", float(seconds))
+        if self.variant == "bone":  # the vertex variant compiles it out, and Blender refuses unknown names
+            shader.uniform_float("deform_factor", float(deform_factor))
+        shader.uniform_int("output_mode", int(output_mode))
+        for name, texture in zip(CROWD_SAMPLERS, (animation, crowd)):
+            shader.uniform_sampler(name, texture)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShaderKind:
+    """Everything one kind of shader is built from: its GLSL files and its create-info declarations.
+
+    The vertex stage is ``libraries`` + the variant's libraries + ``vertex_main``, joined in that order.
+    ``skin_params``: the ``HybridSkinParams`` uniform block and :func:`constant_defines` are declared.
+    Varyings are ``(qualifier, type, name)`` with qualifier ``"smooth"``, ``"flat"`` or ``"no_perspective"``.
+    """
+
+    vertex_main: str
+    fragment: str
+    variants: Mapping[str, Variant]
+    program: type[Program]
+    libraries: tuple[str, ...] = ()
+    vertex_inputs: tuple[tuple[str, str], ...] = ()
+    samplers: tuple[str, ...] = ()
+    push_constants: tuple[tuple[str, str], ...] = ()
+    varyings: tuple[tuple[str, str, str], ...] = ()
+    skin_params: bool = False
+
+
+_SKIN_VARYINGS = (("smooth", "VEC3", "world_position"), ("smooth", "VEC3", "world_normal"))
+KINDS: dict[str, ShaderKind] = {
+    "viewport": ShaderKind(
+        vertex_main="hybrid_skin_vert.glsl",
+        fragment="hybrid_skin_frag.glsl",
+        variants=VARIANTS,
+        program=SkinProgram,
+        libraries=(LIB_FILE,),
+        vertex_inputs=VERTEX_INPUTS,
+        samplers=SAMPLERS,
+        varyings=_SKIN_VARYINGS,
+        skin_params=True,
+    ),
+    "readback": ShaderKind(
+        vertex_main="hybrid_skin_readback_vert.glsl",
+        fragment="hybrid_skin_readback_frag.glsl",
+        variants=VARIANTS,
+        program=SkinProgram,
+        libraries=(LIB_FILE,),
+        vertex_inputs=VERTEX_INPUTS,
+        samplers=SAMPLERS,
+        varyings=(("flat", "VEC4", "readback_value"),),
+        skin_params=True,
+    ),
+    "crowd": ShaderKind(
+        vertex_main="animtex_crowd_vert.glsl",
+        fragment="animtex_crowd_frag.glsl",
+        variants=CROWD_VARIANTS,
+        program=CrowdProgram,
+        libraries=("animtex_vertex.glsl",),
+        vertex_inputs=CROWD_VERTEX_INPUTS,
+        samplers=CROWD_SAMPLERS,
+        push_constants=CROWD_PUSH_CONSTANTS,
+        varyings=(*_SKIN_VARYINGS, ("flat", "INT", "instance_id")),
+    ),
+}
 
 
 @contextmanager
@@ -202,19 +338,23 @@ def _captured_console() -> Iterator[list[str]]:
 def _create_info(
     kind: str, variant: str, vertex_source: str, fragment_source: str
 ) -> gpu.types.GPUShaderCreateInfo:
+    spec = KINDS[kind]
     info = gpu.types.GPUShaderCreateInfo()
-    for name in VARIANTS[variant]:
+    for name in spec.variants[variant].defines:
         info.define(name, "1")
-    for name, value in constant_defines().items():
+    for name, value in (constant_defines() if spec.skin_params else {}).items():
         info.define(name, value)
-    info.typedef_source(_read(PARAMS_FILE))
-    info.uniform_buf(0, PARAMS_STRUCT, "params")
-    for slot, name in enumerate(SAMPLERS):
+    if spec.skin_params:
+        info.typedef_source(_read(PARAMS_FILE))
+        info.uniform_buf(0, PARAMS_STRUCT, "params")
+    for type_, name in spec.push_constants:
+        info.push_constant(type_, name)
+    for slot, name in enumerate(spec.samplers):
         info.sampler(slot, "FLOAT_2D", name)
-    for slot, (type_, name) in enumerate(VERTEX_INPUTS):
+    for slot, (type_, name) in enumerate(spec.vertex_inputs):
         info.vertex_in(slot, type_, name)
     interface = gpu.types.GPUStageInterfaceInfo(f"hybrid_skin_{kind}_interface")
-    for qualifier, type_, name in _VARYINGS[kind]:
+    for qualifier, type_, name in spec.varyings:
         getattr(interface, qualifier)(type_, name)
     info.vertex_out(interface)
     info.fragment_out(0, "VEC4", "FragColor")
@@ -223,17 +363,30 @@ def _create_info(
     return info
 
 
-def _compile(kind: str, variant: str) -> SkinProgram:
+def _vertex_stage(files: list[str]) -> tuple[str, str]:
+    """The files' sources joined by newlines, and where each one lies in the result (for error messages)."""
+    sources = [_read(name) for name in files]
+    parts, line = [], 1
+    for i, (name, source) in enumerate(zip(files, sources)):
+        last = line + source.count("\n")  # the joining newline ends the file's last line
+        parts.append(f"{name} (from line {line})" if i == len(files) - 1 else f"{name} (lines {line}-{last})")
+        line = last + 1
+    return "\n".join(sources), " + ".join(parts)
+
+
+def _compile(kind: str, variant: str) -> Program:
     """Build and compile one shader; on failure raise with Blender's log (captured from the console)."""
     if kind not in KINDS:
         raise ValueError(f"unknown shader kind {kind!r}; expected one of {sorted(KINDS)}")
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown shader variant {variant!r}; expected one of {sorted(VARIANTS)}")
-    vert_file, frag_file = KINDS[kind]
-    lib = _read(LIB_FILE)
-    vertex_source = f"{lib}\n{_read(vert_file)}"
+    spec = KINDS[kind]
+    if variant not in spec.variants:
+        raise ValueError(
+            f"unknown {kind} shader variant {variant!r}; expected one of {sorted(spec.variants)}"
+        )
+    files = [*spec.libraries, *spec.variants[variant].libraries, spec.vertex_main]
+    vertex_source, vertex_files = _vertex_stage(files)
     name = f"hybrid_skin {kind}/{variant}"
-    info = _create_info(kind, variant, vertex_source, _read(frag_file))
+    info = _create_info(kind, variant, vertex_source, _read(spec.fragment))
     with _captured_console() as log:
         try:
             shader = gpu.shader.create_from_info(info)
@@ -244,20 +397,22 @@ def _compile(kind: str, variant: str) -> SkinProgram:
     if failure is None:
         if "".join(log).strip():  # warnings of a successful compile stay visible
             sys.stdout.write("".join(log))
-        return SkinProgram(name, shader)
-    lib_lines = lib.count("\n") + 1
+        return spec.program(name, shader, variant)
     raise ShaderCompileError(
         f"{name} failed to compile ({failure}).\n"
-        f"Vertex stage = {LIB_FILE} (lines 1-{lib_lines}) + {vert_file} (from line {lib_lines + 1}); "
-        f"fragment stage = {frag_file}; sources in {shader_dir()}.\nCompiler log:\n{''.join(log).strip()}"
+        f"Vertex stage = {vertex_files}; fragment stage = {spec.fragment}; sources in {shader_dir()}.\n"
+        f"Compiler log:\n{''.join(log).strip()}"
     ) from failure
 
 
-_CACHE: dict[tuple[str, str], SkinProgram] = {}
+_CACHE: dict[tuple[str, str], Program] = {}
 
 
-def get(kind: str = "viewport", variant: str = "hybrid") -> SkinProgram:
-    """The compiled shader for ``kind`` (``"viewport"`` / ``"readback"``) and ``variant``, cached."""
+def get(kind: str = "viewport", variant: str = "hybrid") -> Program:
+    """The compiled shader for ``kind`` (a key of :data:`KINDS`) and one of its variants, cached.
+
+    ``"viewport"`` / ``"readback"`` give a :class:`SkinProgram`, ``"crowd"`` a :class:`CrowdProgram`.
+    """
     key = (kind, variant)
     program = _CACHE.get(key)
     if program is None:
@@ -265,6 +420,7 @@ def get(kind: str = "viewport", variant: str = "hybrid") -> SkinProgram:
     return program
 
 
-def clear_cache() -> None:
-    """Drop every compiled shader (unregister, or after editing the GLSL files during development)."""
-    _CACHE.clear()
+def clear_cache(kind: str | None = None) -> None:
+    """Drop the compiled shaders of ``kind``, or every one (unregister, or after editing the GLSL files)."""
+    for key in [key for key in _CACHE if kind is None or key[0] == kind]:
+        del _CACHE[key]

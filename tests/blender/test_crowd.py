@@ -118,3 +118,54 @@ def test_toggle_and_clean_removal(gpu_context, modules, tmp_path):
     with pytest.raises(RuntimeError, match="no animation texture bake"):
         bpy.context.view_layer.objects.active = make_chain_armature("Unbaked", [1.0])
         bpy.ops.hybrid_skin.crowd_preview()
+
+
+@pytest.mark.parametrize(
+    ("variant", "broken_file", "line"),
+    [
+        ("vertex", "animtex_crowd_frag.glsl", "FragColor = "),
+        ("bone", "animtex_crowd_vert.glsl", "instance_id = "),
+    ],
+)
+def test_compile_error_names_the_crowd_files_and_carries_the_log(
+    gpu_context, modules, monkeypatch, variant, broken_file, line
+):
+    crowd, _core = modules
+    shaders = crowd.shaders
+    real_read = shaders._read
+
+    def broken(name: str) -> str:
+        source = real_read(name)
+        if name != broken_file:
+            return source
+        return source.replace(line, f"{line}crowd_no_such_function() + ", 1)
+
+    shaders.clear_cache("crowd")
+    monkeypatch.setattr(shaders, "_read", broken)
+    with pytest.raises(shaders.ShaderCompileError) as error:
+        shaders.get("crowd", variant)
+    message = str(error.value)
+    assert f"hybrid_skin crowd/{variant}" in message and broken_file in message
+    assert "animtex_vertex.glsl (lines 1-" in message and "animtex_crowd_vert.glsl (from line" in message
+    assert ("animtex_bone.glsl" in message) == (variant == "bone")
+    assert "crowd_no_such_function" in message  # Blender's compiler log, not just "see console"
+    monkeypatch.undo()
+    shaders.clear_cache("crowd")
+    assert shaders.get("crowd", variant) is shaders.get("crowd", variant)  # compiles, then cached
+
+
+def test_clear_cache_frees_the_crowd_programs(gpu_context, modules):
+    shaders = modules[0].shaders
+    programs = {variant: shaders.get("crowd", variant) for variant in shaders.CROWD_VARIANTS}
+    assert all(isinstance(p, shaders.CrowdProgram) for p in programs.values())
+    viewport = shaders.get("viewport", "hybrid")
+    shaders.clear_cache("viewport")  # one kind at a time ...
+    assert shaders.get("crowd", "vertex") is programs["vertex"]
+    shaders.clear_cache("crowd")
+    assert all(shaders.get("crowd", v) is not p for v, p in programs.items())
+    assert shaders.get("viewport", "hybrid") is not viewport
+    cached = shaders.get("crowd", "bone")
+    shaders.clear_cache()  # ... or all of them (unregister)
+    assert shaders.get("crowd", "bone") is not cached
+    with pytest.raises(ValueError, match="unknown crowd shader variant 'hybrid'"):
+        shaders.get("crowd", "hybrid")
