@@ -14,6 +14,7 @@ _MODULES = (
     "operators",
     "operators_bake",
     "panel",
+    "analyze",
     "operators_animtex",
     "crowd",
     "viewport",
