@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import bpy
 import numpy as np
 
-__all__ = ["FACTOR_GROUP", "evaluated_positions", "native_mix", "native_positions"]
+__all__ = ["FACTOR_GROUP", "add_mix_modifier", "evaluated_positions", "native_mix", "native_positions"]
 
 FACTOR_GROUP = "HS_native_factor"
 
@@ -24,6 +24,22 @@ def evaluated_positions(obj: bpy.types.Object) -> np.ndarray:
     out = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
     mesh.vertices.foreach_get("co", out)
     return out.reshape(-1, 3)
+
+
+def add_mix_modifier(
+    obj: bpy.types.Object, mod: bpy.types.ArmatureModifier, name: str, group: str
+) -> bpy.types.ArmatureModifier:
+    """Blender's exact hybrid: a Preserve Volume Armature modifier ``name`` right after the LBS one ``mod``,
+    with Multi Modifier and the vertex group ``group`` as the per-vertex factor (reused if present)."""
+    extra = obj.modifiers.get(name) or obj.modifiers.new(name, "ARMATURE")
+    extra.object = mod.object
+    extra.use_deform_preserve_volume = True
+    extra.use_multi_modifier = True
+    extra.use_vertex_groups = mod.use_vertex_groups
+    extra.use_bone_envelopes = mod.use_bone_envelopes
+    extra.vertex_group = group
+    obj.modifiers.move(list(obj.modifiers).index(extra), list(obj.modifiers).index(mod) + 1)
+    return extra
 
 
 def _armature_modifier(obj: bpy.types.Object) -> bpy.types.ArmatureModifier:
@@ -44,14 +60,7 @@ def native_mix(obj: bpy.types.Object, deform_factor: float):
             mod.use_deform_preserve_volume = False
             group = obj.vertex_groups.new(name=FACTOR_GROUP)
             group.add(range(len(obj.data.vertices)), float(deform_factor), "REPLACE")
-            extra = obj.modifiers.new("HS_native_dqs", "ARMATURE")
-            extra.object = mod.object
-            extra.use_deform_preserve_volume = True
-            extra.use_multi_modifier = True
-            extra.vertex_group = FACTOR_GROUP
-            extra.use_vertex_groups = mod.use_vertex_groups
-            extra.use_bone_envelopes = mod.use_bone_envelopes
-            obj.modifiers.move(len(obj.modifiers) - 1, list(obj.modifiers).index(mod) + 1)
+            extra = add_mix_modifier(obj, mod, "HS_native_dqs", FACTOR_GROUP)
         bpy.context.view_layer.update()
         yield
     finally:

@@ -18,6 +18,8 @@ import json
 import bpy
 import numpy as np
 
+from . import native
+
 FACTOR_GROUP = "HybridSkin Factor"
 DQS_MODIFIER = "HybridSkin DQS"
 
@@ -87,18 +89,9 @@ def apply(obj: bpy.types.Object) -> None:
         saved["added_modifier"] = obj.modifiers.get(DQS_MODIFIER) is None
         mod.use_deform_preserve_volume = False
         group = obj.vertex_groups.get(FACTOR_GROUP) or obj.vertex_groups.new(name=FACTOR_GROUP)
-        extra = obj.modifiers.get(DQS_MODIFIER) or obj.modifiers.new(DQS_MODIFIER, "ARMATURE")
-        extra.object = mod.object
-        extra.use_deform_preserve_volume = True
-        extra.use_multi_modifier = True
-        extra.use_vertex_groups = mod.use_vertex_groups
-        extra.use_bone_envelopes = mod.use_bone_envelopes
-        extra.vertex_group = group.name
+        extra = native.add_mix_modifier(obj, mod, DQS_MODIFIER, group.name)
         extra.show_viewport = mod.show_viewport
         extra.show_render = mod.show_render
-        with bpy.context.temp_override(object=obj):
-            at = list(obj.modifiers).index(mod)
-            obj.modifiers.move(list(obj.modifiers).index(extra), at + 1)
     settings.saved_state = json.dumps(saved)
     if settings.display == "CPU":
         write_factor_group(obj, None)
