@@ -9,6 +9,8 @@ in :mod:`.animtex_report`, and everything written (files, mesh data, summary) in
    per action, sampled every ``frame_step`` scene frames over the action's frame range.
 2. **Sampling**: each action is assigned to the armature in turn (NLA off; everything restored after).
    At every stored frame and halfway between stored frames the add-on's own skinning gives the truth.
+   The baked meshes' Armature modifier and everything after it are hidden meanwhile: Blender need not
+   deform the mesh at every sample for a result nobody reads (restored after, as the pose is).
 3. **Encoding** (:mod:`.core.animtex`): VERTEX stores each vertex's offset from the mesh's own
    coordinates (what an engine has) and its normal, all meshes in one texture; bone kinds store the
    palette's skinning matrices ``inv(T2A) @ deform @ T2A`` in mesh space, pivots at the rest heads.
@@ -20,12 +22,17 @@ in :mod:`.animtex_report`, and everything written (files, mesh data, summary) in
    must hold exactly the encoded values; then both are renamed into place. A failure leaves nothing.
 6. **Mesh data**: each vertex's texel index and texel UV (VERTEX), or its 4 palette indices and
    weights (bone kinds), as attributes named in the sidecar's ``mesh_attributes``.
+
+Each phase's seconds land in :attr:`BakeResult.timings` (keys :data:`PHASES`) and the UI summary.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import bpy
@@ -34,6 +41,7 @@ import numpy as np
 from . import animtex_palette, animtex_report, bridge, rig
 from .animtex_files import (
     BONE_ATTRIBUTES,
+    PNG_COMPRESSION,
     VERTEX_ATTRIBUTES,
     check_directory,
     last_summary,
@@ -88,12 +96,18 @@ HybridSkinError = bridge.HybridSkinError
 AUTO_STEPS = (8, 4, 3, 2, 1)
 #: Smallest frame step: sub-frame steps (e.g. 0.5) sample fast actions finer than the scene's frame rate.
 MIN_FRAME_STEP = 0.05
+#: Keys of :attr:`BakeResult.timings`: ``sample`` is what the texture needs (frame changes and, for
+#: VERTEX, skinning at stored frames; for bone kinds the palettes), ``truth`` what only the error report
+#: needs (frames halfway between, and for bone kinds the skinned truth), then ``encode``, ``report``
+#: (decode, compare, bounds), ``write`` (image, read-back check, sidecar) and ``mesh_data``.
+PHASES = ("sample", "truth", "encode", "report", "write", "mesh_data")
 
 
 @dataclass(frozen=True)
 class BakeOptions:
     """What to write. ``tolerance > 0`` (scene units) replaces ``frame_step``/``precision`` by the
-    cheapest pair whose max error stays within it."""
+    cheapest pair whose max error stays within it. ``png_compression`` is Blender's PNG compression
+    in percent (see :data:`.animtex_files.PNG_COMPRESSION` for why the default is 0)."""
 
     directory: str
     kind: Kind = Kind.VERTEX
@@ -105,6 +119,7 @@ class BakeOptions:
     embed_metadata: bool = True
     write_mesh_data: bool = True
     name: str = ""
+    png_compression: int = PNG_COMPRESSION
 
 
 @dataclass
@@ -116,6 +131,7 @@ class BakeResult:
     report: dict
     tried: tuple = ()
     warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
 
 
 def _deform_factor(settings) -> float:
@@ -148,7 +164,16 @@ class TextureBake:
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
         self.samples: dict[tuple[int, float], FrameSample] = {}
         self.warnings: list[str] = []
+        self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
+
+    @contextmanager
+    def _phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] += time.perf_counter() - start
 
     # --------------------------------------------------------------------------------- setup
     @property
@@ -166,30 +191,39 @@ class TextureBake:
             values.add(_deform_factor(settings))
         return values.pop() if len(values) == 1 else None
 
-    def _frames_to_sample(self) -> list[tuple[int, float]]:
+    def _frames_to_sample(self) -> tuple[list[tuple[int, float]], set[tuple[int, float]]]:
+        """Every ``(clip, frame)`` to sample, and those that are stored frames of some step."""
         needed: dict[tuple[int, float], None] = {}
+        stored: set[tuple[int, float]] = set()
         for ci, action in enumerate(self.actions):
             for step in self.steps:
-                for frames in clip_frames(clip_for(action, self.fps, step)):
-                    needed.update({(ci, frame_key(f)): None for f in frames})
-        return list(needed)
+                frames, mids = clip_frames(clip_for(action, self.fps, step))
+                stored.update((ci, frame_key(f)) for f in frames)
+                needed.update({(ci, frame_key(f)): None for f in (*frames, *mids)})
+        return list(needed), stored
 
     # ------------------------------------------------------------------------------ sampling
     def _rigs(self, depsgraph) -> list[rig.SkinRig]:
         return [rig.cached_rig(p.obj, depsgraph, p.modifier, p.groups) for p in self.parts]
 
-    def _evaluate(self, depsgraph) -> FrameSample:
+    def _evaluate(self, depsgraph, phase: str) -> FrameSample:
+        """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
+        data), ``truth`` for bone kinds (only the error report reads it)."""
         positions, normals = [], []
         bones = self.kind is not Kind.VERTEX
-        rigs = self._rigs(depsgraph)
-        for part, bound in zip(self.parts, rigs):
-            factor = vertex_factors(part.obj, bound, self.bone_factor if bones else None)
-            p, n = bound.evaluate(depsgraph, factor, normals=True)
-            positions.append(p)
-            normals.append(n)
-        matrices = self._palette(depsgraph, rigs) if bones else None
-        world = np.array([p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts], dtype=np.float64)
-        return FrameSample(np.concatenate(positions), np.concatenate(normals), matrices, world)
+        with self._phase(phase):
+            rigs = self._rigs(depsgraph)
+        with self._phase("truth" if bones else phase):
+            for part, bound in zip(self.parts, rigs):
+                factor = vertex_factors(part.obj, bound, self.bone_factor if bones else None)
+                p, n = bound.evaluate(depsgraph, factor, normals=True)
+                positions.append(p)
+                normals.append(n)
+        with self._phase(phase):
+            matrices = self._palette(depsgraph, rigs) if bones else None
+            world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
+        join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
+        return FrameSample(join(positions), join(normals), matrices, np.array(world, dtype=np.float64))
 
     def _palette(self, depsgraph, rigs: list[rig.SkinRig]) -> np.ndarray:
         return animtex_palette.skinning_matrices(
@@ -210,22 +244,29 @@ class TextureBake:
         """Sample, encode, report, write; yields progress in [0, 1]. Closing it cancels cleanly."""
         anim = AnimationState(self.scene, self.armature)
         try:
-            todo = self._frames_to_sample()
-            anim.set_frame(self.scene.frame_current)
-            self.rest_bone = False
-            if self.kind is not Kind.VERTEX:
-                self._prepare_bones(bpy.context.evaluated_depsgraph_get())
+            with self._phase("sample"):
+                todo, stored = self._frames_to_sample()
+                anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
+                anim.set_frame(self.scene.frame_current)
+                self.rest_bone = False
+                if self.kind is not Kind.VERTEX:
+                    self._prepare_bones(bpy.context.evaluated_depsgraph_get())
             current = None
             for done, (ci, frame) in enumerate(todo):
-                if ci != current:
-                    anim.play(self.actions[ci])
-                    current = ci
-                anim.set_frame(frame)
-                self.samples[(ci, frame)] = self._evaluate(bpy.context.evaluated_depsgraph_get())
+                phase = "sample" if (ci, frame) in stored else "truth"
+                with self._phase(phase):
+                    if ci != current:
+                        anim.play(self.actions[ci])
+                        current = ci
+                    anim.set_frame(frame)
+                    depsgraph = bpy.context.evaluated_depsgraph_get()
+                self.samples[(ci, frame)] = self._evaluate(depsgraph, phase)
                 yield 0.9 * (done + 1) / len(todo)
         finally:
-            anim.restore()
-        self.diagonal = animtex_report.scene_diagonal(self.parts, self.samples)
+            with self._phase("sample"):
+                anim.restore()
+        with self._phase("report"):
+            self.diagonal = animtex_report.scene_diagonal(self.parts, self.samples)
         texture, report, tried = yield from self._choose()
         yield 0.95
         self.result = self._write(texture, report, tried)
@@ -239,6 +280,10 @@ class TextureBake:
         return stack_samples(self.samples, clip_index, frames, what)
 
     def encode(self, step: float, precision: Precision) -> AnimationTexture:
+        with self._phase("encode"):
+            return self._encode(step, precision)
+
+    def _encode(self, step: float, precision: Precision) -> AnimationTexture:
         clips = self._clips(step)
         kwargs = dict(
             precision=precision,
@@ -276,9 +321,10 @@ class TextureBake:
 
     def report(self, texture: AnimationTexture) -> dict:
         """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip."""
-        return animtex_report.bake_report(
-            texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
-        )
+        with self._phase("report"):
+            return animtex_report.bake_report(
+                texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
+            )
 
     def encoding_bound(self, texture: AnimationTexture) -> float:
         """Largest position error quantisation alone causes at stored frames, in scene units."""
@@ -322,14 +368,19 @@ class TextureBake:
         ext = ".png" if texture.precision.normalized else ".exr"
         image_path = os.path.join(self.directory, self.stem + ext)
         json_path = os.path.join(self.directory, self.stem + ".json")
-        meta = build_metadata(
-            texture, image=os.path.basename(image_path), mesh_attributes=attributes, error_report=report
-        )
-        write_files(texture, image_path, json_path, dumps(meta))
-        if self.options.write_mesh_data:
-            for part in self.parts:
-                write_mesh_data(part, texture)
-        result = BakeResult(image_path, json_path, texture, meta, report, tried, self.warnings)
+        with self._phase("write"):
+            meta = build_metadata(
+                texture, image=os.path.basename(image_path), mesh_attributes=attributes, error_report=report
+            )
+            write_files(
+                texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression
+            )
+        with self._phase("mesh_data"):
+            if self.options.write_mesh_data:
+                for part in self.parts:
+                    write_mesh_data(part, texture)
+        timings = {name: self.timings.get(name, 0.0) for name in PHASES}
+        result = BakeResult(image_path, json_path, texture, meta, report, tried, self.warnings, timings)
         if self.target is not None:
             store_summary(self.target, result)
         return result

@@ -20,7 +20,6 @@ from . import bridge
 from .animtex_scene import MeshPart
 from .core.animtex import AnimationTexture, Kind, Precision
 from .core.animtex.metadata import DEFAULT_MESH_ATTRIBUTES
-from .core.animtex.quantize import stored_from_channels
 
 if TYPE_CHECKING:
     from .animtex_bake import BakeResult
@@ -52,43 +51,62 @@ def check_directory(directory: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- image files
-def _save_image(texture: AnimationTexture, path: str) -> None:
-    """Write the pixels with Blender's image API: Non-Color, alpha as data, exact codes."""
+#: PNG zlib effort in Blender's percent (``ImageFormatSettings.compression``). 0 stores the deflate
+#: blocks uncompressed: animation textures are near-random in their low bits, so zlib's fastest level
+#: (15) saves only ~18% of the file yet more than doubles the write time (8192x630 PNG16: 0.5 s → 1.15 s).
+#: Engines re-encode textures on import anyway; scripts wanting smaller files pass
+#: ``BakeOptions(png_compression=15)`` (or more; the gain beyond zlib's fastest level is tiny).
+PNG_COMPRESSION = 0
+
+
+def _file_channels(texture: AnimationTexture) -> np.ndarray:
+    """Float channels to put in ``Image.pixels`` so that the file holds exactly the stored codes."""
+    channels = texture.channels()
+    if texture.precision is Precision.PNG16:
+        # Float buffers are premultiplied inside Blender and un-premultiplied when written to PNG;
+        # multiplying first makes the file hold the channels exactly (alpha 0 is left alone by Blender,
+        # alpha 1 changes nothing, so only the texels in between are touched).
+        alpha = channels[..., 3]
+        partial = (alpha > 0) & (alpha < 1)
+        if partial.any():
+            channels[partial, :3] *= alpha[partial, None]
+    return channels
+
+
+def _save_image(texture: AnimationTexture, path: str, png_compression: int = PNG_COMPRESSION) -> None:
+    """Write the pixels with Blender's image API: Non-Color, alpha as data, exact codes.
+
+    The render settings of a temporary scene choose the depth (8/16-bit PNG, half/full float EXR)
+    and the compression; Non-Color data passes through ``save_render`` untouched by view transforms
+    (the read-back check in :func:`write_files` guards that).
+    """
     height, width = texture.pixels.shape[:2]
     precision = texture.precision
-    channels = texture.channels()
-    if precision is Precision.PNG16:
-        # Float buffers are premultiplied inside Blender and un-premultiplied when written to PNG;
-        # multiplying first makes the file hold the channels exactly (alpha 0 is left alone by Blender).
-        alpha = channels[..., 3:4]
-        channels = np.concatenate(
-            [np.where(alpha > 0, channels[..., :3] * alpha, channels[..., :3]), alpha], -1
-        )
     image = bpy.data.images.new(
         ".hybrid_skin_animtex", width, height, alpha=True, float_buffer=precision is not Precision.PNG8
     )
+    scene = None
     try:
         image.colorspace_settings.name = "Non-Color"
         image.alpha_mode = "CHANNEL_PACKED"
-        image.pixels.foreach_set(np.ascontiguousarray(channels, dtype=np.float32).ravel())
-        if precision.normalized:  # byte buffer → 8 bits, float buffer → 16 bits
-            image.filepath_raw = path
-            image.file_format = "PNG"
-            image.save()
-        else:  # only render settings choose half or full float
-            scene = bpy.data.scenes.new(".hybrid_skin_animtex")
-            try:
-                settings = scene.render.image_settings
-                settings.file_format = "OPEN_EXR"
-                settings.color_mode = "RGBA"
-                settings.color_depth = "16" if precision is Precision.EXR16 else "32"
-                settings.exr_codec = "ZIP"
-                image.save_render(path, scene=scene)
-            finally:
-                bpy.data.scenes.remove(scene)
+        image.pixels.foreach_set(_file_channels(texture).ravel())
+        scene = bpy.data.scenes.new(".hybrid_skin_animtex")
+        settings = scene.render.image_settings
+        settings.color_mode = "RGBA"
+        if precision.normalized:
+            settings.file_format = "PNG"
+            settings.color_depth = "8" if precision is Precision.PNG8 else "16"
+            settings.compression = png_compression
+        else:
+            settings.file_format = "OPEN_EXR"
+            settings.color_depth = "16" if precision is Precision.EXR16 else "32"
+            settings.exr_codec = "ZIP"
+        image.save_render(path, scene=scene)
     except RuntimeError as err:
         raise HybridSkinError(f"Blender could not write '{path}': {err}") from err
     finally:
+        if scene is not None:
+            bpy.data.scenes.remove(scene)
         bpy.data.images.remove(image)
 
 
@@ -106,7 +124,25 @@ def read_image(path: str) -> np.ndarray:
     return buf.reshape(height, width, 4)
 
 
-def write_files(texture: AnimationTexture, image_path: str, json_path: str, json_text: str) -> None:
+def _codes_match(back: np.ndarray, texture: AnimationTexture) -> bool:
+    """Whether channels read back from the file are exactly the texture's stored codes."""
+    if back.shape != texture.pixels.shape:
+        return False
+    if texture.precision.normalized:  # code / Q is exact to far below half a code in float32
+        codes = back * np.float32(texture.precision.max_code)
+        np.rint(codes, out=codes)
+        return bool(np.array_equal(codes, texture.pixels))
+    return bool(np.array_equal(back.astype(texture.precision.dtype), texture.pixels))
+
+
+def write_files(
+    texture: AnimationTexture,
+    image_path: str,
+    json_path: str,
+    json_text: str,
+    *,
+    png_compression: int = PNG_COMPRESSION,
+) -> None:
     """Image and sidecar, atomically: temporary names in the folder, checked, then renamed into place."""
     token = uuid.uuid4().hex[:8]
     folder = os.path.dirname(image_path)
@@ -115,11 +151,8 @@ def write_files(texture: AnimationTexture, image_path: str, json_path: str, json
         for p in (image_path, json_path)
     ]
     try:
-        _save_image(texture, temps[0])
-        back = read_image(temps[0])
-        if back.shape != texture.pixels.shape or not np.array_equal(
-            stored_from_channels(back, texture.precision), texture.pixels
-        ):
+        _save_image(texture, temps[0], png_compression)
+        if not _codes_match(read_image(temps[0]), texture):
             raise HybridSkinError(
                 f"'{image_path}' did not read back with the values written ({texture.precision.value}, "
                 f"Blender {bpy.app.version_string}); nothing was saved: try another precision"
@@ -189,6 +222,7 @@ def summary(result: BakeResult) -> dict:
         "max_percent": overall["max_percent"],
         "mean_percent": overall["mean_percent"],
         "warnings": result.warnings,
+        "seconds": {name: round(t, 4) for name, t in result.timings.items()},
     }
 
 

@@ -1,28 +1,31 @@
 """Error report of an animation texture bake: the texture decoded as the shaders do, against the truth.
 
-Owns: decoding a texture back to positions and normals per mesh (in chunks, to bound memory), moving
-mesh-local positions to scene space with each mesh's object matrix at the sampled frame, the truth's
-bounding-box diagonal, the bound quantisation alone allows (:func:`encoding_bound`), and the sidecar's
-``error_report`` over every stored and halfway frame (:func:`bake_report`). The numbers themselves come
-from :mod:`.core.animtex`; the samples from :mod:`.animtex_scene`.
+Owns: decoding a texture back to positions and normals per mesh (a few samples at a time, to bound
+memory), the truth's bounding-box diagonal in scene units, the bound quantisation alone allows
+(:func:`encoding_bound`), and the sidecar's ``error_report`` over every stored and halfway frame
+(:func:`bake_report`). Frames stream through :class:`.core.animtex.report.ErrorAccumulator`: errors
+are the mesh-local differences mapped by each mesh's object matrix at the sampled frame (translation
+cancels), so no frame is ever moved to scene space as a whole. The numbers themselves come from
+:mod:`.core.animtex`; the samples from :mod:`.animtex_scene`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .animtex_scene import FrameSample, MeshPart, clip_frames, stack_samples
+from .animtex_scene import FrameSample, MeshPart, clip_frames, frame_key
 from .core.animtex import (
     AnimationTexture,
     Kind,
-    clip_errors,
     decode_bone_frames,
     decode_vertex_frames,
     error_bound,
     error_report,
     mid_samples,
 )
-from .core.animtex.decode import skin_with_bone_frames
+from .core.animtex.decode import bone_frame_palette
+from .core.animtex.report import ErrorAccumulator, normal_angles, position_errors
+from .core.skinning import SkinBinding, skin
 
 #: Vertices x samples decoded at once for the error report (bounds the decoders' working memory).
 DECODE_CHUNK = 1 << 18
@@ -30,50 +33,52 @@ DECODE_CHUNK = 1 << 18
 Samples = dict[tuple[int, float], FrameSample]
 
 
-def to_scene(parts: list[MeshPart], positions: np.ndarray, world: np.ndarray) -> np.ndarray:
-    """Mesh-local ``(S, N, 3)`` → scene space with each part's object matrix ``world (S, P, 4, 4)``
-    at the sample's frame: what the viewport shows, so errors and the bounding box are in scene units."""
-    out = np.empty(positions.shape, dtype=np.float64)
-    for i, p in enumerate(parts):
-        m = world[:, i, None]
-        out[:, p.start : p.stop] = np.einsum("snij,snj->sni", m[..., :3, :3], positions[:, p.start : p.stop])
-        out[:, p.start : p.stop] += m[..., :3, 3]
-    return out
-
-
 def scene_diagonal(parts: list[MeshPart], sampled: Samples) -> float:
     """Bounding-box diagonal of every sampled frame's truth, in scene units."""
     lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
     for sample in sampled.values():
-        w = to_scene(parts, sample.positions[None], sample.world[None])[0]
-        lo, hi = np.minimum(lo, w.min(0)), np.maximum(hi, w.max(0))
+        for i, p in enumerate(parts):
+            points = sample.positions[p.start : p.stop]
+            m = sample.world[i]
+            if not np.array_equal(m, np.eye(4)):
+                points = points.astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+            # per column: numpy reduces an (N, 3) array along axis 0 ~20x slower
+            lo = np.minimum(lo, [points[:, k].min() for k in range(3)])
+            hi = np.maximum(hi, [points[:, k].max() for k in range(3)])
     return float(np.linalg.norm(hi - lo))
+
+
+def _report_binding(part: MeshPart) -> SkinBinding:
+    return SkinBinding(
+        np.ascontiguousarray(part.bone_indices, dtype=np.int32),
+        np.ascontiguousarray(part.bone_weights, dtype=np.float32),
+        np.ones(len(part.base), np.float32),
+    )
 
 
 def decode(
     texture: AnimationTexture, parts: list[MeshPart], clip: int, samples: np.ndarray, bone_factor: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (mesh-local) and normals ``(S, N, 3)`` as playback shows them at ``samples``.
+    """Positions (mesh-local) and normals ``(S, N, 3)`` float32 as playback shows them at ``samples``.
 
-    Samples are decoded a few at a time: the bone decoder's intermediates are ~100 floats per
-    vertex and sample, which for a 320k-vertex mesh would otherwise take gigabytes.
+    Bone kinds skin each decoded sample with :func:`.core.skinning.skin` on the palette of
+    :func:`.core.animtex.decode.bone_frame_palette`: the same hybrid formulas as the shader's
+    reference :func:`.core.animtex.decode.skin_with_bone_frames`, in float32 like the GPU.
     """
     n = sum(len(p.base) for p in parts)
+    samples = np.atleast_1d(np.asarray(samples, dtype=np.float64))
+    if texture.kind is Kind.VERTEX:
+        base = parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
+        return decode_vertex_frames(texture, base, clip, samples)
     positions = np.empty((len(samples), n, 3), np.float32)
     normals = np.empty((len(samples), n, 3), np.float32)
-    step = max(1, DECODE_CHUNK // n)
-    for at in range(0, len(samples), step):
-        part = slice(at, at + step)
-        if texture.kind is Kind.VERTEX:
-            base = np.concatenate([p.base for p in parts])
-            positions[part], normals[part] = decode_vertex_frames(texture, base, clip, samples[part])
-            continue
-        frames = decode_bone_frames(texture, clip, samples[part])
-        for p in parts:
-            skinned = skin_with_bone_frames(
-                frames, p.base, p.bone_indices, p.bone_weights, bone_factor, p.normals
-            )
-            positions[part, p.start : p.stop], normals[part, p.start : p.stop] = skinned
+    frames = decode_bone_frames(texture, clip, samples)
+    bindings = [_report_binding(p) for p in parts]
+    for s in range(len(samples)):
+        palette = bone_frame_palette(frames, s)
+        for p, binding in zip(parts, bindings):
+            skinned = skin(p.base, binding, palette, bone_factor, p.normals)
+            positions[s, p.start : p.stop], normals[s, p.start : p.stop] = skinned
     return positions, normals
 
 
@@ -119,32 +124,31 @@ def bake_report(
     bone_factor: float,
 ) -> dict:
     """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip."""
+    n = sum(len(p.base) for p in parts)
+    step = max(1, DECODE_CHUNK // n)
     clips = []
     for ci, clip in enumerate(texture.clips):
         stored_frames, mid_frames = clip_frames(clip)
-        stored, mids = (
-            np.arange(clip.frame_count, dtype=np.float64),
-            mid_samples(clip.frame_count, clip.loop),
-        )
-        frames = [f for f in (stored_frames, mid_frames) if len(f)]
-        world = [stack_samples(sampled, ci, f, "world") for f in frames]
-        truth = [
-            to_scene(parts, stack_samples(sampled, ci, f, "positions"), w) for f, w in zip(frames, world)
-        ]
-        truth_n = [stack_samples(sampled, ci, f, "normals") for f in frames]
-        got = [decode(texture, parts, ci, s, bone_factor) for s in (stored, mids) if len(s)]
-        got_p = [to_scene(parts, g[0], w) for g, w in zip(got, world)]
-        truth_mid, got_mid = (truth[1], got_p[1]) if len(mids) else (None, None)
+        stored = np.arange(clip.frame_count, dtype=np.float64)
+        mids = mid_samples(clip.frame_count, clip.loop)
+        errors = {"frames": ErrorAccumulator(), "mid_frames": ErrorAccumulator()}
+        angles = ErrorAccumulator()
+        for name, samples, frames in (("frames", stored, stored_frames), ("mid_frames", mids, mid_frames)):
+            for at in range(0, len(samples), step):
+                got_p, got_n = decode(texture, parts, ci, samples[at : at + step], bone_factor)
+                for j, frame in enumerate(frames[at : at + step]):
+                    truth = sampled[(ci, frame_key(frame))]
+                    for i, p in enumerate(parts):
+                        part = slice(p.start, p.stop)
+                        linear = truth.world[i, :3, :3]
+                        errors[name].add(position_errors(truth.positions[part], got_p[j, part], linear))
+                    angles.add(normal_angles(truth.normals, got_n[j]))
         clips.append(
-            clip_errors(
-                clip.name,
-                truth[0],
-                got_p[0],
-                truth_mid,
-                got_mid,
-                diagonal=diagonal,
-                truth_normals=np.concatenate(truth_n),
-                decoded_normals=np.concatenate([g[1] for g in got]),
-            )
+            {
+                "name": clip.name,
+                "frames": errors["frames"].stats(diagonal),
+                "mid_frames": errors["mid_frames"].stats(diagonal) if len(mids) else None,
+                "normal_angle_deg": angles.stats(),
+            }
         )
     return error_report(clips, diagonal=diagonal, encoding_bound=encoding_bound(texture, parts, sampled))

@@ -3,8 +3,9 @@
 Owns: finding the target (an armature and the meshes it deforms, or one skinned mesh), each mesh's data
 at bake start (:class:`MeshPart`), the actions to bake and their clips and sampled frames, the samples
 taken at those frames (:class:`FrameSample`, keyed by :func:`frame_key`), and :class:`AnimationState`,
-which plays one action at a time on the armature (NLA off, rest pose first) and restores its action,
-slot, NLA settings, pose and the scene frame afterwards. The baker (:mod:`.animtex_bake`) orchestrates.
+which plays one action at a time on the armature (NLA off, rest pose first), hides the baked meshes'
+deformation while sampling, and restores the action, slot, NLA settings, pose, modifier visibility
+and the scene frame afterwards. The baker (:mod:`.animtex_bake`) orchestrates.
 """
 
 from __future__ import annotations
@@ -201,7 +202,23 @@ class AnimationState:
         self.saved = {k: getattr(anim, k) for k in keys if anim is not None and hasattr(anim, k)}
         bones = arm.pose.bones
         self.pose = {k: bulk_read(bones, k, len(bones), len(v)) for k, v in POSE_CHANNELS.items()}
+        self.hidden: list[bpy.types.Modifier] = []
         self.restored = False
+
+    def hide_deformation(self, meshes: Sequence[tuple[bpy.types.Object, str]]) -> None:
+        """Hide each ``(mesh, armature modifier name)``'s Armature modifier and every modifier after it.
+
+        The truth is the add-on's own skinning of the modifier's input, so Blender deforming the mesh
+        again at every sampled frame is wasted work (as much as the sampling itself on a dense mesh);
+        the pose, the object matrices and any input the skinning reads (shape keys, modifiers above)
+        still evaluate. :meth:`restore` shows them again.
+        """
+        for obj, name in meshes:
+            stack = list(obj.modifiers)
+            for mod in stack[stack.index(bridge.armature_modifier(obj, name)) :]:
+                if mod.show_viewport:
+                    mod.show_viewport = False
+                    self.hidden.append(mod)
 
     def _set_pose(self, values: dict[str, np.ndarray]) -> None:
         for key, value in values.items():
@@ -236,4 +253,6 @@ class AnimationState:
                 if key != "action_slot" or value is not None:
                     setattr(anim, key, value)
         self._set_pose(self.pose)
+        for mod in self.hidden:
+            mod.show_viewport = True
         self.scene.frame_set(self.frame[0], subframe=self.frame[1])

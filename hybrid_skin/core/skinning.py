@@ -162,23 +162,31 @@ def _dq_rows_to_matrices(real: np.ndarray, dual: np.ndarray) -> np.ndarray:
     t0, t1, t2, t3 = dual.T
     norm_sq = np.einsum("nc,nc->n", real, real)
     inv = np.divide(1.0, norm_sq, out=np.zeros_like(norm_sq), where=norm_sq > 0)
+    out = np.empty((real.shape[0], 3, 4), dtype=real.dtype)
+    out[:, :, :3] = _rotation_matrices(real, inv)
+    out[:, 0, 3] = 2 * (-t0 * x + w * t1 - t2 * z + y * t3) * inv
+    out[:, 1, 3] = 2 * (-t0 * y + t1 * z - x * t3 + w * t2) * inv
+    out[:, 2, 3] = 2 * (-t0 * z + x * t2 + w * t3 - t1 * y) * inv
+    return out
+
+
+def _rotation_matrices(real: np.ndarray, inv_norm_sq: np.ndarray) -> np.ndarray:
+    """``(n, 3, 3)`` rotations of un-normalised quaternions ``(w, x, y, z)`` given ``1 / |q|²``."""
+    w, x, y, z = real.T
     ww, xx, yy, zz = w * w, x * x, y * y, z * z
     xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
-    out = np.empty((real.shape[0], 3, 4), dtype=real.dtype)
-    out[:, 0, 0] = ww + xx - yy - zz
-    out[:, 0, 1] = 2 * (xy - wz)
-    out[:, 0, 2] = 2 * (xz + wy)
-    out[:, 1, 0] = 2 * (xy + wz)
-    out[:, 1, 1] = ww + yy - xx - zz
-    out[:, 1, 2] = 2 * (yz - wx)
-    out[:, 2, 0] = 2 * (xz - wy)
-    out[:, 2, 1] = 2 * (yz + wx)
-    out[:, 2, 2] = ww + zz - xx - yy
-    out[:, 0, 3] = 2 * (-t0 * x + w * t1 - t2 * z + y * t3)
-    out[:, 1, 3] = 2 * (-t0 * y + t1 * z - x * t3 + w * t2)
-    out[:, 2, 3] = 2 * (-t0 * z + x * t2 + w * t3 - t1 * y)
-    out *= inv[:, None, None]
-    return out
+    r = np.empty((real.shape[0], 3, 3), dtype=real.dtype)
+    r[:, 0, 0] = ww + xx - yy - zz
+    r[:, 0, 1] = 2 * (xy - wz)
+    r[:, 0, 2] = 2 * (xz + wy)
+    r[:, 1, 0] = 2 * (xy + wz)
+    r[:, 1, 1] = ww + yy - xx - zz
+    r[:, 1, 2] = 2 * (yz - wx)
+    r[:, 2, 0] = 2 * (xz - wy)
+    r[:, 2, 1] = 2 * (yz + wx)
+    r[:, 2, 2] = ww + zz - xx - yy
+    r *= inv_norm_sq[:, None, None]
+    return r
 
 
 def _as_vertex_array(value: float | np.ndarray, n: int, name: str) -> np.ndarray | float:
@@ -221,40 +229,83 @@ def _bone_table(pal: BonePalette) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts, 1))
 
 
-def _chunk_positions(
-    p: np.ndarray, idx: np.ndarray, w: np.ndarray, infl: np.ndarray, pal: BonePalette, table: np.ndarray,
+def _chunk_skin(
+    p: np.ndarray,
+    idx: np.ndarray,
+    w: np.ndarray,
+    infl: np.ndarray,
+    pal: BonePalette,
+    table: np.ndarray,
     f: float | np.ndarray,
-) -> np.ndarray:
-    """Hybrid positions of one chunk without building per-vertex matrices (same formulas as
-    :func:`_chunk_matrices`, since ``M @ p = (1-f)·T @ p + f·Q @ p``); the hot path of :func:`skin`."""
+    nrm: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Hybrid positions (and un-normalised normals) of one chunk without building per-vertex 3x4
+    matrices: the hot path of :func:`skin`, same formulas as :func:`_chunk_matrices`.
+
+    Positions use ``M @ p = (1-f)·T @ p + f·Q @ p``. Normals need only the 3x3 part of ``M``: the
+    blended LBS 3x3 and the rotation of the blended dual quaternion's real part (the dual part and
+    the scale pivots move positions only), mixed, influence applied, then ``cofactor(M3) @ n``.
+    """
     n, k_count = idx.shape
     scalar_f = isinstance(f, float)
-    g = np.take(table, idx, axis=0)  # (n, K, 20 or 32), far faster than fancy indexing
-    out = None
+    g = np.take(table, idx, axis=0)  # (n, K, 20), far faster than fancy indexing
+    out = lin = rot = None
     if not (scalar_f and f >= 1.0):
         lin = np.einsum("nk,nkc->nc", w, g[:, :, :12]).reshape(n, 3, 4)
         out = np.einsum("nij,nj->ni", lin[:, :, :3], p)
         out += lin[:, :, 3]
     if not (scalar_f and f <= 0.0):
-        q = _dual_quaternion_positions(p, idx, w, g, pal)
+        q, real, scale = _dual_quaternion_positions(p, idx, w, g, pal)
+        if nrm is not None:
+            rot = _rotation_matrices(real, 0.5 * scale)
         if out is None:
             out = q
         else:
             q -= out
             q *= f if scalar_f else f[:, None]
             out += q
-    if not np.all(infl == 1.0):
+    partial = not np.all(infl == 1.0)
+    if partial:
         out -= p
         out *= infl[:, None]
         out += p
+    if nrm is None:
+        return out, None
+    if rot is None:
+        m3 = lin[:, :, :3]
+    elif lin is None:
+        m3 = rot
+    else:
+        m3 = lin[:, :, :3] * ((1.0 - f) if scalar_f else (1.0 - f)[:, None, None])
+        rot *= f if scalar_f else f[:, None, None]
+        m3 += rot
+    if partial:
+        m3 *= infl[:, None, None]
+        for i in range(3):
+            m3[:, i, i] += 1.0 - infl
+    return out, _cofactor_times(m3, nrm)
+
+
+def _cofactor_times(m3: np.ndarray, nrm: np.ndarray) -> np.ndarray:
+    """``cofactor(m3) @ n`` per vertex: rows ``(r1 × r2, r2 × r0, r0 × r1) · n``, written out per
+    component (``np.cross`` and ``np.stack`` cost more than the arithmetic at this size)."""
+    a0, a1, a2 = m3[:, 0, 0], m3[:, 0, 1], m3[:, 0, 2]
+    b0, b1, b2 = m3[:, 1, 0], m3[:, 1, 1], m3[:, 1, 2]
+    c0, c1, c2 = m3[:, 2, 0], m3[:, 2, 1], m3[:, 2, 2]
+    nx, ny, nz = nrm[:, 0], nrm[:, 1], nrm[:, 2]
+    out = np.empty_like(nrm)
+    out[:, 0] = (b1 * c2 - b2 * c1) * nx + (b2 * c0 - b0 * c2) * ny + (b0 * c1 - b1 * c0) * nz
+    out[:, 1] = (c1 * a2 - c2 * a1) * nx + (c2 * a0 - c0 * a2) * ny + (c0 * a1 - c1 * a0) * nz
+    out[:, 2] = (a1 * b2 - a2 * b1) * nx + (a2 * b0 - a0 * b2) * ny + (a0 * b1 - a1 * b0) * nz
     return out
 
 
 def _dual_quaternion_positions(
     p: np.ndarray, idx: np.ndarray, w: np.ndarray, g: np.ndarray, pal: BonePalette
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``Q @ p`` of the blended dual quaternions (Blender's sign rule), applied without a matrix:
-    ``p + 2·(v × e + r_w·t_v − t_w·v) / |r|²`` with ``e = v × p + r_w·p + t_v``."""
+    ``p + 2·(v × e + r_w·t_v − t_w·v) / |r|²`` with ``e = v × p + r_w·p + t_v``.
+    Also returns the blended real part ``r`` and ``2 / |r|²`` (0 where ``r = 0``) for the normals."""
     real = w[:, 0, None] * g[:, 0, 12:16]
     signed = w.copy()
     for k in range(1, idx.shape[1]):
@@ -278,7 +329,7 @@ def _dual_quaternion_positions(
     out[:, 0] = (y * ez - z * ey + rw * tx - tw * x) * scale + px
     out[:, 1] = (z * ex - x * ez + rw * ty - tw * y) * scale + py
     out[:, 2] = (x * ey - y * ex + rw * tz - tw * z) * scale + pz
-    return out
+    return out, real, scale
 
 
 def cofactor_apply(m: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -295,7 +346,7 @@ def cofactor_apply(m: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    length = np.sqrt(np.einsum("ni,ni->n", v, v))[:, None]
     return np.divide(v, length, out=np.zeros_like(v), where=length > 0)
 
 
@@ -361,18 +412,14 @@ def skin(
     def job(s: int, e: int) -> None:
         fc = f if isinstance(f, float) else f[s:e]
         idx, w, infl = binding.bone_indices[s:e], binding.weights[s:e], binding.influence[s:e]
-        if out_n is None:  # positions only: no per-vertex matrices needed
-            out_p[s:e] = _chunk_positions(p[s:e], idx, w, infl, palette, table, fc)
-            return
-        m = _chunk_matrices(p[s:e], idx, w, infl, palette, fc)
-        out_p[s:e] = np.einsum("nij,nj->ni", m[:, :, :3], p[s:e]) + m[:, :, 3]
-        out_n[s:e] = cofactor_apply(m, nrm[s:e])
+        chunk_n = None if nrm is None else nrm[s:e]
+        out_p[s:e], normal = _chunk_skin(p[s:e], idx, w, infl, palette, table, fc, chunk_n)
+        if normal is not None:  # normalised here (in cache, on the pool) unless postmat follows
+            out_n[s:e] = normal if post is not None else _normalise(normal)
 
     _map_chunks(job, n)
     if post is not None:
         out_p = (out_p @ post[:3, :3].T.astype(np.float32)) + post[:3, 3].astype(np.float32)
         if out_n is not None:
-            out_n = out_n @ _cofactor(post[:3, :3]).T.astype(np.float32)
-    if out_n is not None:
-        out_n = _normalise(out_n)
+            out_n = _normalise(out_n @ _cofactor(post[:3, :3]).T.astype(np.float32))
     return out_p, out_n

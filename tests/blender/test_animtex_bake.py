@@ -535,19 +535,41 @@ def test_sub_frame_step_samples_fast_actions_finer(addon, animtex, robot, tmp_pa
 
 
 def test_cancel_restores_the_scene_and_writes_nothing(addon, animtex, robot, tmp_path):
-    arm, _ = robot
+    arm, meshes = robot
     anim = arm.animation_data
     anim.action = bpy.data.actions["Wave"]
     bpy.context.scene.frame_set(7)
     pose = [tuple(pb.rotation_quaternion) for pb in arm.pose.bones]
+    meshes[0].modifiers.new("UserHidden", "SMOOTH").show_viewport = False  # after the Armature modifier
+    shown = {(o.name, m.name): m.show_viewport for o in meshes for m in o.modifiers}
+    assert any(shown.values())
     job = animtex.TextureBake(bpy.context, arm, animtex.BakeOptions(str(tmp_path)), ["Punch", "Dance"])
     steps = job.run()
     for _ in range(40):
         next(steps)
+    # sampling: Blender does not deform the baked meshes (the truth is the add-on's own skinning)
+    assert not any(m.show_viewport for o in meshes for m in o.modifiers)
     steps.close()
     assert anim.action.name == "Wave" and anim.use_nla and bpy.context.scene.frame_current == 7
     np.testing.assert_allclose([tuple(pb.rotation_quaternion) for pb in arm.pose.bones], pose, atol=1e-6)
+    assert {(o.name, m.name): m.show_viewport for o in meshes for m in o.modifiers} == shown
     assert os.listdir(tmp_path) == []
+
+
+def test_phase_timings_and_png_compression(addon, animtex, robot, tmp_path):
+    arm, meshes = robot
+    sizes = {}
+    for compression in (0, 90):
+        out = tmp_path / str(compression)
+        out.mkdir()
+        options = animtex.BakeOptions(str(out), png_compression=compression, write_mesh_data=False)
+        result = animtex.bake(bpy.context, arm, options, ["Wave"])
+        sizes[compression] = os.path.getsize(result.image_path)
+        assert list(result.timings) == list(animtex.PHASES) and all(t >= 0 for t in result.timings.values())
+        assert result.timings["sample"] > 0 and result.timings["report"] > 0 and result.timings["write"] > 0
+        assert animtex.last_summary(arm)["seconds"] == pytest.approx(result.timings, abs=1e-4)
+    assert sizes[90] < sizes[0]  # both read back exactly (checked by the bake); only the size differs
+    assert all(m.show_viewport for o in meshes for m in o.modifiers)
 
 
 # ---------------------------------------------------------------------------------- failures

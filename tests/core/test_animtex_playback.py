@@ -12,7 +12,7 @@ from hybrid_skin.core.animtex import (
     encode_bone_dq_animation,
     encode_bone_matrix_animation,
 )
-from hybrid_skin.core.animtex.decode import skin_with_bone_frames
+from hybrid_skin.core.animtex.decode import bone_frame_palette, skin_with_bone_frames
 from hybrid_skin.core.skinning import SkinBinding, bone_palette, skin
 
 RNG = np.random.default_rng(21)
@@ -105,3 +105,26 @@ def test_deform_factor_matters_at_runtime() -> None:
     half, _ = skin_with_bone_frames(frames, points, idx, w, 0.5)
     assert np.abs(lbs - dqs).max() > 0.05  # random rotations: the methods really differ
     np.testing.assert_allclose(half, 0.5 * (lbs + dqs), atol=1e-5)  # positions are linear in the factor
+
+
+@pytest.mark.parametrize("factor", [0.0, 0.35, 1.0])
+@pytest.mark.parametrize("kind", ["dq", "dq-scaled", "matrix"])
+def test_bone_frame_palette_skins_like_the_shader_reference(factor: float, kind: str) -> None:
+    # The bake's error report skins decoded bones with skin() on bone_frame_palette() (float32, fast);
+    # it must be the shader's reference skin_with_bone_frames, scale about the pivot included.
+    rest, deform, heads = rig(scaled=kind == "dq-scaled")
+    encode = encode_bone_matrix_animation if kind == "matrix" else encode_bone_dq_animation
+    tex = encode([deform], [Clip("c", 0, FRAMES - 1)], list("abcd"), bone_pivots=heads)
+    points = RNG.normal(size=(VERTICES, 3)).astype(np.float32)
+    normals = RNG.normal(size=(VERTICES, 3)).astype(np.float32)
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    idx, w = influences()
+    samples = np.array([0.0, 1.5, 3.25, FRAMES - 1.0])
+    frames = decode_bone_frames(tex, 0, samples)
+    assert kind != "dq-scaled" or np.abs(frames.scales - 1.0).max() > 0.1
+    ref_p, ref_n = skin_with_bone_frames(frames, points, idx, w, factor, normals)
+    binding = SkinBinding(idx, w, np.ones(VERTICES, np.float32))
+    for s in range(len(samples)):
+        got_p, got_n = skin(points, binding, bone_frame_palette(frames, s), factor, normals)
+        np.testing.assert_allclose(got_p, ref_p[s], atol=2e-5)
+        np.testing.assert_allclose(got_n, ref_n[s], atol=2e-5)

@@ -15,7 +15,14 @@ from hybrid_skin.core.animtex import (
     error_report,
     mid_samples,
 )
-from hybrid_skin.core.animtex.report import bbox_diagonal, error_stats
+from hybrid_skin.core.animtex.report import (
+    ErrorAccumulator,
+    bbox_diagonal,
+    error_stats,
+    normal_angles,
+    position_errors,
+)
+from hybrid_skin.core.dualquat import quaternion_to_matrix
 
 
 def test_error_stats_against_hand_computed_distances() -> None:
@@ -117,3 +124,41 @@ def test_choose_encoding_on_a_real_bake() -> None:
     assert (choice.step, choice.precision) == (1, Precision.PNG8)
     choice = choose_encoding(0.003, evaluate, steps=(8, 4, 2, 1))  # below PNG8's reach
     assert (choice.step, choice.precision, choice.met) == (1, Precision.PNG16, True)
+
+
+def test_normal_angles_match_atan2_from_tiny_to_wide_angles() -> None:
+    rng = np.random.default_rng(5)
+    axis = rng.normal(size=(200, 3))
+    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+    other = np.cross(axis, rng.normal(size=(200, 3)))
+    other /= np.linalg.norm(other, axis=1, keepdims=True)
+    degrees = np.geomspace(1e-3, 179.0, 200)
+    rad = np.radians(degrees)[:, None]
+    tilted = np.cos(rad) * axis + np.sin(rad) * other
+    scale = rng.uniform(0.5, 2.0, size=(200, 1))  # lengths do not matter
+    got = normal_angles((axis * scale).astype(np.float32), tilted.astype(np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, degrees, rtol=1e-3, atol=2e-4)
+    zero = normal_angles(np.zeros((2, 3)), np.array([[0.0, 0, 1], [0, 0, 0]]))
+    np.testing.assert_array_equal(zero, [0.0, 0.0])  # degenerate normals are not counted as errors
+
+
+def test_streamed_position_errors_equal_one_batch() -> None:
+    rng = np.random.default_rng(6)
+    truth = rng.normal(size=(4, 50, 3)).astype(np.float32)
+    decoded = truth + rng.normal(scale=1e-3, size=truth.shape).astype(np.float32)
+    q = np.array([0.9, 0.1, 0.3, 0.2])
+    linear = np.diag([2.0, 1.0, 0.5]) @ quaternion_to_matrix(q / np.linalg.norm(q))
+    acc = ErrorAccumulator()
+    for t, d in zip(truth, decoded):
+        acc.add(position_errors(t, d, linear))
+    ref = np.linalg.norm((decoded.astype(np.float64) - truth) @ linear.T, axis=-1)
+    stats = acc.stats(diagonal=4.0)
+    np.testing.assert_allclose([stats["max"], stats["mean"]], [ref.max(), ref.mean()], rtol=1e-5)
+    assert stats["count"] == ref.size and stats["max_percent"] == pytest.approx(25.0 * stats["max"])
+    whole = error_stats(truth, decoded, diagonal=4.0)
+    plain = np.linalg.norm(decoded - truth.astype(np.float64), axis=-1)
+    np.testing.assert_allclose(whole["mean"], plain.mean())
+    assert ErrorAccumulator().stats(1.0) == {
+        "max": 0.0, "mean": 0.0, "max_percent": 0.0, "mean_percent": 0.0, "count": 0
+    }  # fmt: skip

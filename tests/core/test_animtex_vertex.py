@@ -9,6 +9,7 @@ from hybrid_skin.core.animtex import (
     Clip,
     Precision,
     build_metadata,
+    decode_values,
     decode_vertex_frames,
     dumps,
     encode_vertex_animation,
@@ -187,6 +188,9 @@ def test_sidecar_and_file_pixels_rebuild_an_identical_decoder(precision: Precisi
         decode_vertex_frames(again, rest, 0, samples)[0], decode_vertex_frames(tex, rest, 0, samples)[0]
     )
     assert meta["deform_factor"] == {"value": 0.4, "baked": True}
+    # Decoding straight from the stored codes (only the bands it needs) equals decoding the channels.
+    for s in (samples, np.arange(5.0)):
+        np.testing.assert_array_equal(decode_values(tex, 0, s), decode_values(tex, 0, s, tex.channels()))
 
 
 def test_mismatched_inputs_are_rejected() -> None:

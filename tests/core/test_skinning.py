@@ -209,3 +209,27 @@ def test_object_transform_round_trip():
     ours, n = skin(pos, binding, pal, 0.5, nrm, t2a)
     np.testing.assert_allclose(ours, ref, atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("factor", [0.0, 0.35, 1.0, "per-vertex"])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_normals_path_equals_the_cofactor_of_the_skinning_matrices(factor, scaled):
+    # skin() builds only the 3x3 part for normals; skin_matrices() builds the full per-vertex matrices.
+    pos, nrm, binding, rest, _ = tube()
+    bent = rigid((0, 0, 1), np.radians(80), pivot=(0, 1, 0))
+    if scaled:
+        bent[:3, :3] *= np.array([1.3, 0.7, 1.1])
+    pal = bone_palette(np.stack([rigid((1, 0, 0), 0.3, (0.1, 0.2, 0)), bent]), rest)
+    f = np.linspace(0, 1, len(pos)).astype(np.float32) if factor == "per-vertex" else factor
+    masked = np.linspace(0.2, 1, len(pos), dtype=np.float32)
+    partial = SkinBinding(binding.bone_indices, binding.weights, masked)
+    for b in (binding, partial):
+        p, n = skin(pos, b, pal, f, nrm)
+        m = skin_matrices(pos, b, pal, f).astype(np.float64)
+        r0, r1, r2 = m[:, 0, :3], m[:, 1, :3], m[:, 2, :3]
+        cof = np.stack([np.cross(r1, r2), np.cross(r2, r0), np.cross(r0, r1)], 1)
+        ref = np.einsum("nij,nj->ni", cof, nrm)
+        ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+        np.testing.assert_allclose(n, ref, atol=2e-6)
+        np.testing.assert_allclose(p, np.einsum("nij,nj->ni", m[:, :, :3], pos) + m[:, :, 3], atol=2e-6)
+        np.testing.assert_array_equal(skin(pos, b, pal, f)[0], p)  # same positions with or without normals

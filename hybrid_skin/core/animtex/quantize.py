@@ -129,10 +129,15 @@ def encode_channels(
     v = np.asarray(values, dtype=np.float64)
     off = np.asarray(offset, dtype=np.float64)
     sc = np.asarray(scale, dtype=np.float64)
-    if precision.normalized:
+    if precision.normalized:  # one working array, updated in place (these run over whole textures)
         q = precision.max_code
-        unit = np.divide(v - off, sc, out=np.ones(np.broadcast(v, off, sc).shape), where=sc != 0)
-        return np.clip(np.rint(unit * q), 0, q).astype(precision.dtype)
+        unit = np.subtract(v, off, out=np.empty(np.broadcast(v, off, sc).shape))
+        unit /= np.where(sc != 0, sc, 1.0)  # a masked divide costs 3x a plain one
+        np.copyto(unit, 1.0, where=sc == 0)
+        unit *= q
+        np.rint(unit, out=unit)
+        np.clip(unit, 0, q, out=unit)
+        return unit.astype(precision.dtype)
     centred = np.where(sc != 0, v - off, 1.0)
     if precision is Precision.EXR16 and centred.size and np.abs(centred).max() > _HALF_MAX:
         raise ValueError(
