@@ -42,6 +42,18 @@ def bind_checked(obj: bpy.types.Object, context: bpy.types.Context) -> rig.SkinR
     return rig.cached_rig(obj, context.evaluated_depsgraph_get(), settings.modifier_name, groups)
 
 
+def has_hybrid_skin(obj: bpy.types.Object | None) -> bool:
+    return obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled
+
+
+class NeedsHybridSkin:
+    """Mixin: the operator runs on an active mesh that uses Hybrid Skin."""
+
+    @classmethod
+    def poll(cls, context):
+        return has_hybrid_skin(context.active_object)
+
+
 class HYBRIDSKIN_OT_add(bpy.types.Operator):
     """Deform the active mesh with Hybrid Skin (a blend of linear and dual quaternion skinning)"""
 
@@ -78,17 +90,12 @@ class HYBRIDSKIN_OT_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class HYBRIDSKIN_OT_remove(bpy.types.Operator):
+class HYBRIDSKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
     """Remove Hybrid Skin from the active mesh and restore its modifiers and display exactly"""
 
     bl_idname = "hybrid_skin.remove"
     bl_label = "Remove Hybrid Skin"
     bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        obj = context.active_object
-        return obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled
 
     def execute(self, context):
         obj = context.active_object
@@ -97,26 +104,27 @@ class HYBRIDSKIN_OT_remove(bpy.types.Operator):
         except bridge.HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        baked = bool(obj.hybrid_skin.bake_state)
+        if baked:
+            from . import bake  # noqa: PLC0415  (bake imports this module)
+
+            bake.clear(obj)  # baked keys are derived data; leaving them would deform twice
         state.restore(obj)
         obj.hybrid_skin.enabled = False
         rig.forget(obj)
         for listener in rebind_listeners:
             listener(obj)
-        self.report({"INFO"}, f"Removed Hybrid Skin from '{obj.name}'")
+        cleared = " and cleared its bake" if baked else ""
+        self.report({"INFO"}, f"Removed Hybrid Skin from '{obj.name}'{cleared}")
         return {"FINISHED"}
 
 
-class HYBRIDSKIN_OT_rebind(bpy.types.Operator):
+class HYBRIDSKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
     """Re-read weights and rest shape after editing the mesh or its vertex groups"""
 
     bl_idname = "hybrid_skin.rebind"
     bl_label = "Rebind"
     bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        obj = context.active_object
-        return obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled
 
     def execute(self, context):
         obj = context.active_object

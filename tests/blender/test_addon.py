@@ -71,6 +71,7 @@ def test_add_gpu_display_hides_native_drawing_and_remove_restores_exactly(addon,
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert snapshot(cyl) == before
     assert not cyl.hybrid_skin.enabled
+    assert not bpy.ops.hybrid_skin.remove.poll() and not bpy.ops.hybrid_skin.rebind.poll()
 
 
 def test_evaluated_display_equals_the_core(addon, rigged):

@@ -297,3 +297,16 @@ def test_gltf_export_of_baked_animation_replays_the_same_positions(addon, animat
             tree.balance()
             mapping = np.array([tree.find(co)[1] for co in got])
         assert np.abs(got - want[mapping]).max() <= 1e-4 * bbox_diagonal(want), f"frame {frame}"
+
+
+def test_remove_clears_a_bake_and_restores_everything(addon, animated):
+    arm, cyl = animated
+    bpy.ops.hybrid_skin.remove()
+    bpy.context.scene.frame_set(1)
+    before, keys = snapshot(cyl), key_arrays(cyl)
+    bpy.ops.hybrid_skin.add()
+    bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=4)
+    bpy.ops.hybrid_skin.remove()
+    bpy.context.scene.frame_set(1)
+    assert snapshot(cyl) == before and key_arrays(cyl) == keys
+    assert cyl.modifiers["Armature"].show_viewport and cyl.modifiers["Armature"].show_render
