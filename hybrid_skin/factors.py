@@ -38,11 +38,17 @@ def vertex_factors(obj: bpy.types.Object, rig: SkinRig, override: float | np.nda
     if settings.factor_mode == "AUTO":
         return "AUTO"  # resolved per frame from the pose by SkinRig.evaluate
     if settings.factor_mode == "VERTEX_GROUP":
-        gi = obj.vertex_groups.find(settings.factor_vertex_group)
-        if gi < 0:
-            raise HybridSkinError(
-                f"'{obj.name}': factor vertex group '{settings.factor_vertex_group}' does not exist; "
-                "pick one in the Hybrid Skin panel or use the global factor"
-            )
-        return (base * rig.group_weights[gi]).astype(np.float32)
+        return (base * factor_group_weights(obj, rig)).astype(np.float32)
     return base
+
+
+def factor_group_weights(obj: bpy.types.Object, rig: SkinRig) -> np.ndarray:
+    """``(N,)`` weights of the object's factor vertex group (bound with the rig), or a clear error."""
+    name = obj.hybrid_skin.factor_vertex_group
+    weights = rig.group_weights.get(obj.vertex_groups.find(name))
+    if weights is None:
+        raise HybridSkinError(
+            f"'{obj.name}': factor vertex group '{name}' does not exist; "
+            "pick one in the Hybrid Skin panel or use the global factor"
+        )
+    return weights

@@ -52,6 +52,7 @@ def on_undo_redo(*_args) -> None:
 
 @persistent
 def on_depsgraph_update(scene, depsgraph) -> None:
+    viewport.bump()  # a counter: cached GPU state re-checks itself at the next draw
     if bpy.app.background:
         return
     for update in depsgraph.updates:
@@ -59,7 +60,6 @@ def on_depsgraph_update(scene, depsgraph) -> None:
             for obj in enabled_objects():
                 if obj.data.session_uid == update.id.session_uid and obj.mode != "EDIT":
                     rig.forget(obj)
-    viewport.bump()
 
 
 @persistent

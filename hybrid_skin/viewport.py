@@ -24,6 +24,7 @@ import bpy
 import numpy as np
 
 from . import bridge, rig, state, stats
+from .factors import factor_group_weights
 
 if TYPE_CHECKING:
     from .gpu.resources import GpuSkin
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 _handle = None
+#: (object, message) pairs already printed by the draw callback: each problem once, not per redraw.
+_reported: set[tuple[str, str]] = set()
 
 
 @dataclass
@@ -50,6 +53,8 @@ class ShownSkin:
     pose_key: tuple | None = None
     #: The object's factor settings changed since they were applied.
     factors_stale: bool = True
+    #: Generation at which the bind was last checked against the scene (see :func:`skin_for`).
+    checked: int = -1
 
 
 #: session_uid → what is shown for that object
@@ -99,12 +104,7 @@ def apply_factors(skin: GpuSkin, obj: bpy.types.Object, bound: rig.SkinRig) -> N
     if settings.factor_mode == "AUTO":
         skin.set_factors("AUTO")
     elif settings.factor_mode == "VERTEX_GROUP":
-        weights = bound.group_weights.get(obj.vertex_groups.find(settings.factor_vertex_group))
-        if weights is None:
-            raise bridge.HybridSkinError(
-                f"'{obj.name}': factor vertex group '{settings.factor_vertex_group}' does not exist; "
-                "pick one in the Hybrid Skin panel or use the global factor"
-            )
+        weights = factor_group_weights(obj, bound)
         skin.set_factor_map(weights)  # the rig's own array: uploaded once per bind, then only re-enabled
         skin.deform_factor = float(settings.deform_factor)
     else:
@@ -115,10 +115,12 @@ def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin
     """The object's GPU skin, built on first use and after a rebind, with its current factor settings."""
     from .gpu.resources import GpuSkin  # noqa: PLC0415  (gpu only once something is drawn)
 
+    shown = _skins.get(obj.session_uid)
+    if shown is not None and shown.checked == _generation[0] and not shown.factors_stale:
+        return shown  # nothing changed since the last draw: no bind check on a mere redraw
     settings = obj.hybrid_skin
     groups = (settings.factor_vertex_group,) if settings.factor_mode == "VERTEX_GROUP" else ()
     bound = rig.cached_rig(obj, depsgraph, settings.modifier_name, groups)
-    shown = _skins.get(obj.session_uid)
     if shown is None or shown.skin.rig is not bound:
         forget(obj)
         surface = bridge.surface(obj.evaluated_get(depsgraph).data)
@@ -126,6 +128,7 @@ def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin
     if shown.factors_stale:
         apply_factors(shown.skin, obj, bound)
         shown.factors_stale = False
+    shown.checked = _generation[0]
     return shown
 
 
@@ -187,7 +190,9 @@ def draw_callback() -> None:
         try:
             draw_object(obj, depsgraph, view_projection, view_layer, space)
         except bridge.HybridSkinError as err:
-            print(f"Hybrid Skin: {err}")
+            if (obj.name, str(err)) not in _reported:
+                _reported.add((obj.name, str(err)))
+                print(f"Hybrid Skin: {err}")
 
 
 def register() -> None:
@@ -203,6 +208,7 @@ def unregister() -> None:
         _handle = None
     state.listeners.remove(_factors_changed)
     forget()
+    _reported.clear()
     shaders = sys.modules.get(f"{__package__}.gpu.shaders")
     if shaders is not None:  # compiled only once something was drawn
         shaders.clear_cache()

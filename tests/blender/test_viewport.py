@@ -187,3 +187,21 @@ def test_animated_shape_key_refreshes_the_rest_input(hs, robot):
     assert draw(hs, obj, view_projection)[0] is skin  # the viewport re-reads the rest input itself...
     assert skin._corner_buffer is not before[1]  # ... and uploads the new rest shape
     assert assert_drawn_where_the_core_puts_it(hs, obj) is skin
+
+
+def test_plain_redraw_skips_the_bind_check_until_the_scene_changes(hs, robot, monkeypatch):
+    """A redraw (orbiting the view) costs no Python walk over bones; any scene change re-checks."""
+    arm, skinned = robot
+    obj = skinned[0]
+    view_projection, _ = expected_pixels(hs, obj)
+    draw(hs, obj, view_projection)
+    calls = []
+    real = hs.viewport.rig.cached_rig
+    monkeypatch.setattr(hs.viewport.rig, "cached_rig", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for _ in range(3):
+        skin, covered = draw(hs, obj, view_projection)
+        assert covered.any()
+    assert calls == []
+    hs.viewport.bump()  # what the depsgraph and frame-change handlers do
+    draw(hs, obj, view_projection)
+    assert calls == [1]
