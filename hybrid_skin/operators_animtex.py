@@ -22,6 +22,7 @@ from bpy.props import (
 )
 
 from . import animtex_bake, bridge
+from .progress import ModalProgress
 
 KIND_ITEMS = [
     ("VERTEX", "Vertex", "Skinned positions and normals per vertex and frame (no skinning at runtime)"),
@@ -53,7 +54,7 @@ def _target(context):
     return obj if obj is not None and obj.type in {"ARMATURE", "MESH"} else None
 
 
-class HYBRIDSKIN_OT_bake_animation_texture(bpy.types.Operator):
+class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
     """Bake actions into a vertex or bone animation texture (PNG/EXR + JSON) for GPU-instanced crowds"""
 
     bl_idname = "hybrid_skin.bake_animation_texture"
@@ -98,7 +99,6 @@ class HYBRIDSKIN_OT_bake_animation_texture(bpy.types.Operator):
 
     _job = None
     _steps = None
-    _timer = None
 
     @classmethod
     def poll(cls, context):
@@ -204,17 +204,7 @@ class HYBRIDSKIN_OT_bake_animation_texture(bpy.types.Operator):
     # ----------------------------------------------------------------------------------- modal
     def _start_modal(self, context, job) -> set[str]:
         self._job, self._steps = job, job.run()
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        self._timer = wm.event_timer_add(0.0, window=context.window)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
-
-    def _end(self, context) -> None:
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-        context.workspace.status_text_set(None)
+        return self.begin_modal(context)
 
     def modal(self, context, event):
         if event.type == "ESC":
@@ -239,9 +229,8 @@ class HYBRIDSKIN_OT_bake_animation_texture(bpy.types.Operator):
         except BaseException:
             self._end(context)  # a bug: still remove the timer and the progress bar
             raise
-        context.window_manager.progress_update(int(progress * 100))
-        context.workspace.status_text_set(
-            f"Hybrid Skin: baking animation texture {progress:.0%} (Esc to cancel)"
+        self.show_progress(
+            context, progress, f"Hybrid Skin: baking animation texture {progress:.0%} (Esc to cancel)"
         )
         return {"RUNNING_MODAL"}
 

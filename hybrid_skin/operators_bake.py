@@ -8,6 +8,7 @@ import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 
 from . import bake, bridge
+from .progress import ModalProgress
 
 TARGET_ITEMS = [
     ("SHAPE_KEYS", "Shape Key per Frame", "One keyed shape key per baked frame (glTF morph targets)"),
@@ -17,7 +18,7 @@ TARGET_ITEMS = [
 ]
 
 
-class HYBRIDSKIN_OT_bake_shape_keys(bpy.types.Operator):
+class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
     """Bake the hybrid deformation so renders and exporters see it (shape keys or a point cache)"""
 
     bl_idname = "hybrid_skin.bake_shape_keys"
@@ -31,7 +32,6 @@ class HYBRIDSKIN_OT_bake_shape_keys(bpy.types.Operator):
     filepath: StringProperty(name="Cache File", subtype="FILE_PATH", default="")
 
     _baker: bake.Baker | None = None
-    _timer = None
 
     @classmethod
     def poll(cls, context):
@@ -82,17 +82,7 @@ class HYBRIDSKIN_OT_bake_shape_keys(bpy.types.Operator):
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         self._baker.start()
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        self._timer = wm.event_timer_add(0.0, window=context.window)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
-
-    def _end(self, context) -> None:
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-        context.workspace.status_text_set(None)
+        return self.begin_modal(context)
 
     def modal(self, context, event):
         baker = self._baker
@@ -105,11 +95,15 @@ class HYBRIDSKIN_OT_bake_shape_keys(bpy.types.Operator):
             return {"RUNNING_MODAL"}
         deadline = time.perf_counter() + 0.1  # stay responsive: bake for ~100 ms per tick
         done = False
-        while not done and time.perf_counter() < deadline:
-            done = baker.step()
-        context.window_manager.progress_update(int(baker.progress * 100))
-        context.workspace.status_text_set(
-            f"Hybrid Skin: baking {baker.index}/{len(baker.frames)} (Esc to cancel)"
+        try:
+            while not done and time.perf_counter() < deadline:
+                done = baker.step()
+        except BaseException:
+            baker.cancel()  # a bug: put the scene back and remove the timer and progress bar
+            self._end(context)
+            raise
+        self.show_progress(
+            context, baker.progress, f"Hybrid Skin: baking {baker.index}/{len(baker.frames)} (Esc to cancel)"
         )
         if not done:
             return {"RUNNING_MODAL"}
