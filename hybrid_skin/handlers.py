@@ -55,11 +55,15 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     viewport.bump()  # a counter: cached GPU state re-checks itself at the next draw
     if bpy.app.background:
         return
-    for update in depsgraph.updates:
-        if update.is_updated_geometry and isinstance(update.id, bpy.types.Mesh):
-            for obj in enabled_objects():
-                if obj.data.session_uid == update.id.session_uid and obj.mode != "EDIT":
-                    rig.forget(obj)
+    edited = {
+        u.id.session_uid
+        for u in depsgraph.updates
+        if u.is_updated_geometry and isinstance(u.id, bpy.types.Mesh)
+    }
+    if edited:
+        for obj in enabled_objects():
+            if obj.data.session_uid in edited and obj.mode != "EDIT":
+                rig.forget(obj)  # weights or rest shape may have changed: bind again when next needed
 
 
 @persistent
