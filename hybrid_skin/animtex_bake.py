@@ -71,11 +71,12 @@ from .core.animtex import (
     Kind,
     Precision,
     build_metadata,
-    choose_encoding,
     dumps,
     encode_bone_dq_animation,
     encode_bone_matrix_animation,
     encode_vertex_animation,
+    encoding_candidates,
+    pick_encoding,
 )
 from .factors import DEFAULT_FACTOR, vertex_factors
 
@@ -92,8 +93,10 @@ __all__ = [
 ]
 
 HybridSkinError = bridge.HybridSkinError
-#: Frame steps tried by the tolerance search, cheapest first.
-AUTO_STEPS = (8, 4, 3, 2, 1)
+#: Frame steps the tolerance search tries (scene frames between stored samples). The sub-frame steps
+#: store fast actions (a punch, a blink) finer than the scene's frame rate; each step is sampled only
+#: when the search reaches it, so they cost nothing when a whole-frame step meets the tolerance.
+AUTO_STEPS = (8, 4, 3, 2, 1, 0.5, 0.25)
 #: Smallest frame step: sub-frame steps (e.g. 0.5) sample fast actions finer than the scene's frame rate.
 MIN_FRAME_STEP = 0.05
 #: Keys of :attr:`BakeResult.timings`: ``sample`` is what the texture needs (frame changes and, for
@@ -191,12 +194,12 @@ class TextureBake:
             values.add(_deform_factor(settings))
         return values.pop() if len(values) == 1 else None
 
-    def _frames_to_sample(self) -> tuple[list[tuple[int, float]], set[tuple[int, float]]]:
-        """Every ``(clip, frame)`` to sample, and those that are stored frames of some step."""
+    def _step_frames(self, steps: Sequence[float]) -> tuple[list[tuple[int, float]], set[tuple[int, float]]]:
+        """Every ``(clip, frame)`` the ``steps`` need (stored and halfway), and the stored ones."""
         needed: dict[tuple[int, float], None] = {}
         stored: set[tuple[int, float]] = set()
         for ci, action in enumerate(self.actions):
-            for step in self.steps:
+            for step in steps:
                 frames, mids = clip_frames(clip_for(action, self.fps, step))
                 stored.update((ci, frame_key(f)) for f in frames)
                 needed.update({(ci, frame_key(f)): None for f in (*frames, *mids)})
@@ -240,34 +243,53 @@ class TextureBake:
                 f"{BONE_SLOTS}, renormalised (the error report includes the difference)"
             )
 
+    def _sample(self, steps: Sequence[float]) -> Iterator[float]:
+        """Sample what ``steps`` need and is not sampled yet; yields progress (capped at 0.9)."""
+        todo, stored = self._step_frames(steps)
+        for key in todo:
+            if key in self.samples:
+                continue
+            ci, frame = key
+            phase = "sample" if key in stored else "truth"
+            with self._phase(phase):
+                if ci != self._playing:
+                    self._anim.play(self.actions[ci])
+                    self._playing = ci
+                self._anim.set_frame(frame)
+                depsgraph = bpy.context.evaluated_depsgraph_get()
+            self.samples[key] = self._evaluate(depsgraph, phase)
+            self._diagonal = None
+            yield min(0.9, 0.9 * len(self.samples) / self._planned)
+
+    @property
+    def diagonal(self) -> float:
+        """Bounding-box diagonal of the truth at every sample taken so far (the report's 100%)."""
+        if self._diagonal is None:
+            with self._phase("report"):
+                self._diagonal = animtex_report.scene_diagonal(self.parts, self.samples)
+        return self._diagonal
+
     def run(self) -> Iterator[float]:
-        """Sample, encode, report, write; yields progress in [0, 1]. Closing it cancels cleanly."""
-        anim = AnimationState(self.scene, self.armature)
+        """Sample, encode, report, write; yields progress in [0, 1]. Closing it cancels cleanly.
+
+        Frames are sampled when an encoding needs them: a fixed step samples its frames once; the
+        tolerance search samples each step only when it reaches it (a tolerance met at step 4 never
+        pays for step 1, a sub-frame step is sampled only if no whole-frame step is good enough).
+        """
+        self._anim, self._playing, self._diagonal = AnimationState(self.scene, self.armature), None, None
+        # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
+        self._planned = len(self._step_frames([s for s in self.steps if s >= 1] or self.steps)[0])
         try:
             with self._phase("sample"):
-                todo, stored = self._frames_to_sample()
-                anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
-                anim.set_frame(self.scene.frame_current)
+                self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
+                self._anim.set_frame(self.scene.frame_current)
                 self.rest_bone = False
                 if self.kind is not Kind.VERTEX:
                     self._prepare_bones(bpy.context.evaluated_depsgraph_get())
-            current = None
-            for done, (ci, frame) in enumerate(todo):
-                phase = "sample" if (ci, frame) in stored else "truth"
-                with self._phase(phase):
-                    if ci != current:
-                        anim.play(self.actions[ci])
-                        current = ci
-                    anim.set_frame(frame)
-                    depsgraph = bpy.context.evaluated_depsgraph_get()
-                self.samples[(ci, frame)] = self._evaluate(depsgraph, phase)
-                yield 0.9 * (done + 1) / len(todo)
+            texture, report, tried = yield from self._choose()
         finally:
             with self._phase("sample"):
-                anim.restore()
-        with self._phase("report"):
-            self.diagonal = animtex_report.scene_diagonal(self.parts, self.samples)
-        texture, report, tried = yield from self._choose()
+                self._anim.restore()
         yield 0.95
         self.result = self._write(texture, report, tried)
         yield 1.0
@@ -331,36 +353,46 @@ class TextureBake:
         return animtex_report.encoding_bound(texture, self.parts, self.samples)
 
     def _choose(self):
-        """Generator returning ``(texture, report, tried)``: the fixed encoding, or the tolerance search.
+        """Generator returning ``(texture, report, tried)``: the fixed encoding, or the tolerance search
+        (:func:`.core.animtex.encoding_candidates` order, sampling each step when first reached).
 
         The search keeps only each candidate's report; the winner is encoded again (deterministic),
-        so at most one texture is held at a time.
+        so at most one texture is held at a time. If later steps added samples that widen the
+        bounding box, the winner's report is recomputed so its percentages use the final diagonal.
         """
         if self.options.tolerance <= 0:
+            yield from self._sample(self.steps)
             texture = self.encode(self.steps[0], self.precision)
             yield 0.92
             return texture, self.report(texture), ()
-        reports: dict[tuple[int, Precision], dict] = {}
-
-        def evaluate(step: int, precision: Precision) -> float:
+        tolerance = self.options.tolerance
+        reports: dict[tuple[float, Precision], tuple[dict, float]] = {}
+        tried: list[tuple[float, Precision, float]] = []
+        for step, precision in encoding_candidates(self.steps):
+            yield from self._sample([step])
             try:
                 texture = self.encode(step, precision)
             except HybridSkinError:  # e.g. too tall at this step: not a candidate
-                return float("inf")
-            reports[(step, precision)] = self.report(texture)
-            return reports[(step, precision)]["overall"]["max"]
-
-        choice = choose_encoding(self.options.tolerance, evaluate, steps=self.steps)
+                tried.append((step, precision, float("inf")))
+                continue
+            reports[(step, precision)] = (self.report(texture), self.diagonal)
+            tried.append((step, precision, reports[(step, precision)][0]["overall"]["max"]))
+            if tried[-1][2] <= tolerance:
+                break
+        choice = pick_encoding(tolerance, tried)
         yield 0.92
         if (choice.step, choice.precision) not in reports:
             raise HybridSkinError("No frame step and precision can encode this animation: bake fewer actions")
         if not choice.met:
             self.warnings.append(
-                f"No encoding meets the tolerance {self.options.tolerance:g}; using the most accurate "
-                f"(step {choice.step}, {choice.precision.value}: max error {choice.max_error:.4g})"
+                f"No encoding meets the tolerance {tolerance:g}; using the most accurate "
+                f"(step {choice.step:g}, {choice.precision.value}: max error {choice.max_error:.4g})"
             )
-        tried = tuple((s, p.value, e) for s, p, e in choice.tried)
-        return self.encode(choice.step, choice.precision), reports[(choice.step, choice.precision)], tried
+        texture = self.encode(choice.step, choice.precision)
+        report, diagonal = reports[(choice.step, choice.precision)]
+        if diagonal != self.diagonal:
+            report = self.report(texture)
+        return texture, report, tuple((s, p.value, e) for s, p, e in choice.tried)
 
     # -------------------------------------------------------------------------------- output
     def _write(self, texture: AnimationTexture, report: dict, tried: tuple) -> BakeResult:

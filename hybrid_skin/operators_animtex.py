@@ -235,6 +235,17 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
+def timing_lines(seconds: dict[str, float]) -> list[str]:
+    """Where the last bake's time went (the phases of :data:`.animtex_bake.PHASES`), for the panel:
+    sampling and the truth at halfway frames usually dominate, then writing the image."""
+    if not seconds:
+        return []
+    phases = [(name, seconds.get(name, 0.0)) for name in animtex_bake.PHASES]
+    parts = [f"{name} {value:.2f}" for name, value in phases if value >= 0.005]
+    half = (len(parts) + 1) // 2
+    return [f"Baked in {sum(v for _, v in phases):.2f} s", ", ".join(parts[:half]), ", ".join(parts[half:])]
+
+
 def draw_summary(layout, obj) -> None:
     """The last bake's error report (stored on the baked object)."""
     info = animtex_bake.last_summary(obj)
@@ -247,6 +258,8 @@ def draw_summary(layout, obj) -> None:
     )
     col.label(text=f"Max error {info['max']:.3g} ({info['max_percent']:.3g}%)")
     col.label(text=f"Mean error {info['mean']:.3g} ({info['mean_percent']:.3g}%)")
+    for line in timing_lines(info.get("seconds", {})):
+        col.label(text=line, icon="TIME" if line.startswith("Baked") else "BLANK1")
     for warning in info.get("warnings", ()):
         col.label(text=warning, icon="ERROR")
 

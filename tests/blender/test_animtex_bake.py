@@ -534,6 +534,38 @@ def test_sub_frame_step_samples_fast_actions_finer(addon, animtex, robot, tmp_pa
     assert errors[0.5] < 0.5 * errors[1.0], errors
 
 
+def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, animtex, robot, tmp_path):
+    arm, _ = robot
+    scene_module = importlib.import_module(addon.__name__ + ".animtex_scene")
+
+    def search(tolerance: float):
+        options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, name="punch")
+        job = animtex.TextureBake(bpy.context, arm, options, ["Punch"])
+        for _ in job.run():
+            pass
+        return job
+
+    def frames_of(step: float) -> set[float]:
+        clip = scene_module.clip_for(bpy.data.actions["Punch"], 24.0, step)
+        return {scene_module.frame_key(f) for f in np.concatenate(scene_module.clip_frames(clip))}
+
+    # Punch moves ~0.5 units between scene frames' halfway points (lerp chord error at step 1): no
+    # whole-frame step meets 0.3, half-frame sampling does (its error ~ a quarter of step 1's).
+    job = search(0.3)
+    *rejected, (step, precision, error) = job.result.tried
+    assert step == 0.5 and error <= 0.3 and rejected and all(e > 0.3 for _, _, e in rejected)
+    assert {s for s, _, _ in rejected} == {8, 4, 3, 2, 1}  # every whole step was tried first
+    (clip,) = job.result.metadata["clips"]
+    assert clip["frame_step"] == 0.5 and clip["sample_rate"] == 48
+    assert job.result.report["overall"]["max"] == pytest.approx(error)
+    assert {f for _, f in job.samples} == set().union(*(frames_of(s) for s in (8, 4, 3, 2, 1, 0.5)))
+    # A loose tolerance is met by the first candidate: only step 8's frames are ever sampled.
+    loose = search(2.0)
+    assert [t[:2] for t in loose.result.tried] == [(8, "PNG8")]
+    assert {f for _, f in loose.samples} == frames_of(8)
+    assert loose.result.report["overall"]["max"] <= 2.0
+
+
 def test_cancel_restores_the_scene_and_writes_nothing(addon, animtex, robot, tmp_path):
     arm, meshes = robot
     anim = arm.animation_data
@@ -671,6 +703,9 @@ def test_ui_entries(addon, animtex, robot, tmp_path):
     ops.draw_summary(StubLayout(log), robot[0])  # the report as the panels show it
     labels = [call[2]["text"] for call in log if call[0] == "label"]
     assert labels[0].startswith("BONE_MATRIX PNG8, step 1, 1 clip(s)") and labels[1].startswith("Max error")
+    seconds = animtex.last_summary(robot[0])["seconds"]
+    assert f"Baked in {sum(seconds.values()):.2f} s" in labels  # where the time went, phase by phase
+    assert any(t.startswith("sample ") for t in labels) and any("write " in t for t in labels)
     dialog = type(
         "Dialog", (), {"layout": StubLayout(log), "actions": [], "tolerance": 0.0, "action_source": "LISTED"}
     )

@@ -7,13 +7,16 @@ import pytest
 
 from hybrid_skin.core.animtex import (
     Clip,
+    EncodingChoice,
     Precision,
     choose_encoding,
     clip_errors,
     decode_vertex_frames,
     encode_vertex_animation,
+    encoding_candidates,
     error_report,
     mid_samples,
+    pick_encoding,
 )
 from hybrid_skin.core.animtex.report import (
     ErrorAccumulator,
@@ -87,6 +90,19 @@ def test_choose_encoding_prefers_the_smallest_texture_that_meets_tolerance() -> 
     assert (strict.step, strict.precision) == (1, Precision.EXR32)  # the most accurate one tried
     with pytest.raises(ValueError):
         choose_encoding(-1.0, evaluate)
+
+
+def test_sub_frame_steps_are_candidates_ordered_by_texture_size() -> None:
+    p8, p16, h16, f32 = Precision
+    order = encoding_candidates((1.0, 0.5), (p8, p16, h16, f32))
+    # bytes/step: (1, PNG8) 4; (1, PNG16), (1, EXR16), (0.5, PNG8) 8 - the larger step first on a tie.
+    assert order[:4] == [(1, p8), (1, p16), (1, h16), (0.5, p8)]
+    assert isinstance(order[0][0], int) and len(order) == 8  # whole steps stay ints (8, not 8.0)
+    with pytest.raises(ValueError):
+        encoding_candidates((1, 0))
+    tried = [(1, p8, 0.4), (1, p16, 0.3), (0.5, p8, 0.2)]
+    assert pick_encoding(0.25, tried) == EncodingChoice(0.5, p8, 0.2, True, tuple(tried))
+    assert pick_encoding(0.1, tried).met is False and pick_encoding(0.1, tried).step == 0.5
 
 
 def test_choose_encoding_on_a_real_bake() -> None:

@@ -31,7 +31,15 @@ from .metadata import (
     texture_from_metadata,
 )
 from .quantize import Precision, error_bound
-from .report import EncodingChoice, choose_encoding, clip_errors, error_report, mid_samples
+from .report import (
+    EncodingChoice,
+    choose_encoding,
+    clip_errors,
+    encoding_candidates,
+    error_report,
+    mid_samples,
+    pick_encoding,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -50,6 +58,7 @@ __all__ = [
     "decode_values",
     "decode_vertex_frames",
     "dumps",
+    "encoding_candidates",
     "encode_bone_dq_animation",
     "encode_bone_matrix_animation",
     "encode_vertex_animation",
@@ -59,6 +68,7 @@ __all__ = [
     "load_schema",
     "loads",
     "mid_samples",
+    "pick_encoding",
     "plan_layout",
     "read_embedded",
     "skin_with_bone_frames",

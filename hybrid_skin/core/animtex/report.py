@@ -24,10 +24,12 @@ __all__ = [
     "bbox_diagonal",
     "choose_encoding",
     "clip_errors",
+    "encoding_candidates",
     "error_report",
     "error_stats",
     "mid_samples",
     "normal_angles",
+    "pick_encoding",
     "position_errors",
 ]
 
@@ -190,49 +192,78 @@ def error_report(
 
 @dataclass(frozen=True)
 class EncodingChoice:
-    """Result of :func:`choose_encoding`.
+    """Result of :func:`choose_encoding` / :func:`pick_encoding`.
 
-    step: scene frames between samples; precision: storage precision; max_error: what ``evaluate``
-    returned for them; met: whether it is within tolerance (if not, this is the most accurate
-    candidate tried); tried: every ``(step, precision, max_error)`` evaluated, in order.
+    step: scene frames between samples (below 1 for sub-frame sampling); precision: storage
+    precision; max_error: what was measured for them; met: whether it is within tolerance (if not,
+    this is the most accurate candidate tried); tried: every ``(step, precision, max_error)``
+    evaluated, in order.
     """
 
-    step: int
+    step: float
     precision: Precision
     max_error: float
     met: bool
-    tried: tuple[tuple[int, Precision, float], ...]
+    tried: tuple[tuple[float, Precision, float], ...]
+
+
+def _frame_step(step: float) -> float:
+    """A positive frame step; whole numbers as ``int`` (``8``, not ``8.0``, in reports and the UI)."""
+    value = float(step)
+    if not value > 0 or not np.isfinite(value):
+        raise ValueError(f"frame steps must be positive, got {step!r}")
+    return int(value) if value.is_integer() else value
+
+
+def encoding_candidates(
+    steps: Sequence[float] = (8, 4, 3, 2, 1), precisions: Sequence[Precision] = CHEAPEST_FIRST
+) -> list[tuple[float, Precision]]:
+    """Every ``(step, precision)``, smallest texture first.
+
+    Texture size is proportional to ``bytes_per_texel(precision) / step``; among equal sizes the
+    larger step (lower sample rate) comes first, then the cheaper precision in ``precisions`` order.
+    Sub-frame steps (e.g. ``0.5``) are candidates like any other: they sample fast actions between
+    scene frames and cost texture rows like a higher precision costs bytes.
+    """
+    if not steps or not precisions:
+        raise ValueError("need at least one step and one precision")
+    rank = {Precision(p): i for i, p in enumerate(precisions)}
+    return sorted(
+        ((s, p) for s in {_frame_step(s) for s in steps} for p in rank),
+        key=lambda sp: (bytes_per_texel(sp[1]) / sp[0], -sp[0], rank[sp[1]]),
+    )
+
+
+def pick_encoding(tolerance: float, tried: Sequence[tuple[float, Precision, float]]) -> EncodingChoice:
+    """The choice after trying candidates in :func:`encoding_candidates` order (stopping at the first
+    within ``tolerance``): the first that met it, else the most accurate one tried."""
+    if not tried:
+        raise ValueError("no candidate was tried")
+    met = [t for t in tried if t[2] <= tolerance]
+    step, precision, err = met[0] if met else min(tried, key=lambda t: t[2])
+    return EncodingChoice(step, precision, err, bool(met), tuple(tried))
 
 
 def choose_encoding(
     tolerance: float,
-    evaluate: Callable[[int, Precision], float],
+    evaluate: Callable[[float, Precision], float],
     *,
-    steps: Sequence[int] = (8, 4, 3, 2, 1),
+    steps: Sequence[float] = (8, 4, 3, 2, 1),
     precisions: Sequence[Precision] = CHEAPEST_FIRST,
 ) -> EncodingChoice:
     """Smallest texture whose ``evaluate(step, precision)`` max error is ≤ ``tolerance``.
 
-    Texture size is proportional to ``bytes_per_texel(precision) / step``, so candidates are tried
-    in that order; among equal sizes the larger step (lower sample rate) comes first, then the cheaper
-    precision in ``precisions`` order. The first candidate that meets the tolerance wins, which is
-    therefore the lowest sample rate and cheapest precision that jointly give the smallest texture.
-    ``evaluate`` (bake, decode, compare - expensive) runs at most once per candidate.
+    Candidates are tried in :func:`encoding_candidates` order; the first that meets the tolerance
+    wins, which is therefore the lowest sample rate and cheapest precision that jointly give the
+    smallest texture. ``evaluate`` (bake, decode, compare - expensive) runs at most once per
+    candidate. Callers that must do work between candidates (sample more frames, show progress) run
+    the same loop themselves with :func:`encoding_candidates` and :func:`pick_encoding`.
     """
     if tolerance < 0:
         raise ValueError("tolerance must be ≥ 0")
-    if not steps or not precisions:
-        raise ValueError("need at least one step and one precision")
-    rank = {Precision(p): i for i, p in enumerate(precisions)}
-    candidates = sorted(
-        ((int(s), Precision(p)) for s in set(steps) for p in rank),
-        key=lambda sp: (bytes_per_texel(sp[1]) / sp[0], -sp[0], rank[sp[1]]),
-    )
-    tried: list[tuple[int, Precision, float]] = []
-    for step, precision in candidates:
-        err = float(evaluate(step, precision))
-        tried.append((step, precision, err))
-        if err <= tolerance:
-            return EncodingChoice(step, precision, err, True, tuple(tried))
-    step, precision, err = min(tried, key=lambda t: t[2])
-    return EncodingChoice(step, precision, err, False, tuple(tried))
+    tried: list[tuple[float, Precision, float]] = []
+    for step, precision in encoding_candidates(steps, precisions):
+        tried.append((step, precision, float(evaluate(step, precision))))
+        if tried[-1][2] <= tolerance:
+            break
+    return pick_encoding(tolerance, tried)
