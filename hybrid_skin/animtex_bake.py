@@ -77,6 +77,7 @@ from .core.animtex import (
     encode_vertex_animation,
     encoding_candidates,
     pick_encoding,
+    root_motion_track,
 )
 from .factors import DEFAULT_FACTOR, vertex_factors
 
@@ -261,6 +262,20 @@ class TextureBake:
             self._diagonal = None
             yield min(0.9, 0.9 * len(self.samples) / self._planned)
 
+    def _loop_end_worlds(self, clips: Sequence[Clip]) -> dict[int, np.ndarray]:
+        """The first mesh's object matrix at each looping clip's end frame, where it wraps: a frame
+        no sample holds, needed only for the loop's root motion (one frame change, no skinning)."""
+        ends = {}
+        for ci, clip in enumerate(clips):
+            if clip.loop:
+                if ci != self._playing:
+                    self._anim.play(self.actions[ci])
+                    self._playing = ci
+                self._anim.set_frame(clip.frame_end)
+                obj = self.parts[0].obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+                ends[ci] = np.array(obj.matrix_world, dtype=np.float64)
+        return ends
+
     @property
     def diagonal(self) -> float:
         """Bounding-box diagonal of the truth at every sample taken so far (the report's 100%)."""
@@ -287,6 +302,8 @@ class TextureBake:
                 if self.kind is not Kind.VERTEX:
                     self._prepare_bones(bpy.context.evaluated_depsgraph_get())
             texture, report, tried = yield from self._choose()
+            with self._phase("sample"):
+                self._cycle_end = self._loop_end_worlds(texture.clips)
         finally:
             with self._phase("sample"):
                 self._anim.restore()
@@ -401,8 +418,21 @@ class TextureBake:
         image_path = os.path.join(self.directory, self.stem + ext)
         json_path = os.path.join(self.directory, self.stem + ".json")
         with self._phase("write"):
+            # Root motion (the first mesh's object matrix, not in the in-place texture) per clip.
+            root_motion = []
+            for ci, clip in enumerate(texture.clips):
+                world = self._stack(ci, clip.sample_frames(), "world")[:, 0]
+                try:
+                    root_motion.append(root_motion_track(world, cycle_end=self._cycle_end.get(ci)))
+                except ValueError as err:
+                    root_motion.append(None)
+                    self.warnings.append(f"Clip '{clip.name}': no root motion track written: {err}")
             meta = build_metadata(
-                texture, image=os.path.basename(image_path), mesh_attributes=attributes, error_report=report
+                texture,
+                image=os.path.basename(image_path),
+                mesh_attributes=attributes,
+                error_report=report,
+                root_motion=root_motion,
             )
             write_files(
                 texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression

@@ -4,8 +4,9 @@ Owns: finding the target (an armature and the meshes it deforms, or one skinned 
 at bake start (:class:`MeshPart`), the actions to bake and their clips and sampled frames, the samples
 taken at those frames (:class:`FrameSample`, keyed by :func:`frame_key`), and :class:`AnimationState`,
 which plays one action at a time on the armature (NLA off, rest pose first), hides the baked meshes'
-deformation while sampling, and restores the action, slot, NLA settings, pose, modifier visibility
-and the scene frame afterwards. The baker (:mod:`.animtex_bake`) orchestrates.
+deformation while sampling, and restores the action, slot, NLA settings, pose, the armature object's
+transform (an action may key it: root motion), modifier visibility and the scene frame afterwards.
+The baker (:mod:`.animtex_bake`) orchestrates.
 """
 
 from __future__ import annotations
@@ -30,6 +31,19 @@ POSE_CHANNELS = {
     "rotation_axis_angle": (0.0, 0.0, 1.0, 0.0),
     "scale": (1.0, 1.0, 1.0),
 }
+
+#: Object transform channels of the armature an action may key (root motion), saved and put back.
+OBJECT_CHANNELS = (
+    "location",
+    "rotation_euler",
+    "rotation_quaternion",
+    "rotation_axis_angle",
+    "scale",
+    "delta_location",
+    "delta_rotation_euler",
+    "delta_rotation_quaternion",
+    "delta_scale",
+)
 
 
 @dataclass
@@ -202,6 +216,9 @@ class AnimationState:
         self.saved = {k: getattr(anim, k) for k in keys if anim is not None and hasattr(anim, k)}
         bones = arm.pose.bones
         self.pose = {k: bulk_read(bones, k, len(bones), len(v)) for k, v in POSE_CHANNELS.items()}
+        # An action may key the armature object itself (root motion): each clip starts from, and the
+        # bake ends with, the user's own object transform.
+        self.transform = {k: tuple(getattr(arm, k)) for k in OBJECT_CHANNELS}
         self.hidden: list[bpy.types.Modifier] = []
         self.restored = False
 
@@ -220,6 +237,10 @@ class AnimationState:
                     mod.show_viewport = False
                     self.hidden.append(mod)
 
+    def _set_transform(self) -> None:
+        for key, value in self.transform.items():
+            setattr(self.arm, key, value)
+
     def _set_pose(self, values: dict[str, np.ndarray]) -> None:
         for key, value in values.items():
             self.arm.pose.bones.foreach_set(key, np.ascontiguousarray(value, dtype=np.float32).ravel())
@@ -231,6 +252,7 @@ class AnimationState:
         anim.action = action
         count = len(self.arm.pose.bones)
         self._set_pose({k: np.tile(v, (count, 1)) for k, v in POSE_CHANNELS.items()})
+        self._set_transform()
         if getattr(anim, "action_slot", True) is None:  # Blender >= 4.4: pick the object slot
             slot = next((s for s in action.slots if s.target_id_type in {"OBJECT", "UNSPECIFIED"}), None)
             if slot is not None:
@@ -253,6 +275,7 @@ class AnimationState:
                 if key != "action_slot" or value is not None:
                     setattr(anim, key, value)
         self._set_pose(self.pose)
+        self._set_transform()
         for mod in self.hidden:
             mod.show_viewport = True
         self.scene.frame_set(self.frame[0], subframe=self.frame[1])

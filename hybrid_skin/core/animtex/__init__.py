@@ -4,7 +4,8 @@ Pipeline: the Blender side samples each clip (skinned positions/normals, or bone
 matrices) → :mod:`.encode` builds ``(H, W, 4)`` pixels in the chosen :class:`Precision` on a
 :mod:`.layout` → :mod:`.metadata` writes the JSON sidecar (validated by the shipped ``schema.json``)
 → :mod:`.decode` plays it back exactly as ``shaders/animtex_*.glsl`` do → :mod:`.report` measures
-the error against the rig and picks the cheapest encoding within a tolerance.
+the error against the rig and picks the cheapest encoding within a tolerance. Motion of the mesh
+object itself (root motion) is not in the texture: :mod:`.root_motion` writes it as a per-clip track.
 """
 
 from .decode import (
@@ -40,6 +41,7 @@ from .report import (
     mid_samples,
     pick_encoding,
 )
+from .root_motion import root_motion_matrices, root_motion_track
 
 __all__ = [
     "FORMAT_VERSION",
@@ -71,6 +73,8 @@ __all__ = [
     "pick_encoding",
     "plan_layout",
     "read_embedded",
+    "root_motion_matrices",
+    "root_motion_track",
     "skin_with_bone_frames",
     "texture_from_metadata",
 ]

@@ -3,13 +3,14 @@
 Dicts and strings only (no files): the Blender side decides where the image and the ``.json`` go.
 ``schema.json`` beside this module is the JSON Schema (draft 2020-12) of what :func:`build_metadata`
 writes; :func:`loads` does the few checks runtime code relies on without needing ``jsonschema``.
-Format history: version 1 is the first.
+Format history: version 1 is the first. Optional fields added since, which readers of version 1 may
+ignore: a clip's ``root_motion`` (:mod:`.root_motion`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,8 @@ def _layout_dict(lay: TextureLayout) -> dict[str, Any]:
     }
 
 
-def _clip_dict(clip: Clip, first_row: int) -> dict[str, Any]:
-    return {
+def _clip_dict(clip: Clip, first_row: int, root_motion: Mapping[str, Any] | None) -> dict[str, Any]:
+    entry = {
         "name": clip.name,
         "first_row": first_row,
         "frame_count": clip.frame_count,
@@ -101,6 +102,15 @@ def _clip_dict(clip: Clip, first_row: int) -> dict[str, Any]:
         "frame_step": clip.frame_step,
         "fps": clip.fps,
     }
+    if root_motion is not None:
+        for key in ("translation", "rotation", "scale"):
+            if len(root_motion[key]) != clip.frame_count:
+                raise ValueError(
+                    f"clip {clip.name!r}: root motion {key} has {len(root_motion[key])} samples, "
+                    f"the clip {clip.frame_count}"
+                )
+        entry["root_motion"] = dict(root_motion)
+    return entry
 
 
 def build_metadata(
@@ -109,8 +119,16 @@ def build_metadata(
     image: str | None = None,
     mesh_attributes: Mapping[str, str] | None = None,
     error_report: Mapping[str, Any] | None = None,
+    root_motion: Sequence[Mapping[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
-    """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known."""
+    """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known.
+
+    ``root_motion`` has one entry per clip: its :func:`.root_motion.root_motion_track`, or ``None``
+    for a clip whose mesh does not move (the clip then has no ``root_motion`` field).
+    """
+    tracks = [None] * len(texture.clips) if root_motion is None else list(root_motion)
+    if len(tracks) != len(texture.clips):
+        raise ValueError(f"root_motion has {len(tracks)} entries for {len(texture.clips)} clips")
     kind = texture.kind
     attrs = dict(DEFAULT_MESH_ATTRIBUTES if mesh_attributes is None else mesh_attributes)
     if kind is Kind.VERTEX:
@@ -141,7 +159,9 @@ def build_metadata(
         },
         "bounds": {"min": _nested(texture.value_min), "max": _nested(texture.value_max)},
         "error_bound": _nested(bound),
-        "clips": [_clip_dict(c, texture.layout.clip_first_rows[i]) for i, c in enumerate(texture.clips)],
+        "clips": [
+            _clip_dict(c, texture.layout.clip_first_rows[i], tracks[i]) for i, c in enumerate(texture.clips)
+        ],
         "deform_factor": {"value": texture.deform_factor, "baked": kind is Kind.VERTEX},
         "mesh_attributes": attrs,
         "embedded_metadata": (
