@@ -57,6 +57,11 @@ def check_directory(directory: str) -> str:
 #: Engines re-encode textures on import anyway; scripts wanting smaller files pass
 #: ``BakeOptions(png_compression=15)`` (or more; the gain beyond zlib's fastest level is tiny).
 PNG_COMPRESSION = 0
+#: OpenEXR codec (lossless). RLE rather than ZIP: animation textures are near-random in their low
+#: bits, so ZIP only saves the constant alpha channel's bytes, which RLE saves too. 100k vertices x 25
+#: frames (8192x630): EXR16 ZIP 22.9 MB, write 0.37 s + read-back 0.18 s; RLE 30.1 MB, 0.12 + 0.09 s.
+#: EXR32: ZIP 59.8 MB, 0.28 + 0.18 s; RLE 70.7 MB, 0.07 + 0.10 s.
+EXR_CODEC = "RLE"
 
 
 def _file_channels(texture: AnimationTexture) -> np.ndarray:
@@ -65,11 +70,13 @@ def _file_channels(texture: AnimationTexture) -> np.ndarray:
     if texture.precision is Precision.PNG16:
         # Float buffers are premultiplied inside Blender and un-premultiplied when written to PNG;
         # multiplying first makes the file hold the channels exactly (alpha 0 is left alone by Blender,
-        # alpha 1 changes nothing, so only the texels in between are touched).
-        alpha = channels[..., 3]
-        partial = (alpha > 0) & (alpha < 1)
-        if partial.any():
-            channels[partial, :3] *= alpha[partial, None]
+        # alpha 1 changes nothing, so only the texels in between are touched). Found on the codes:
+        # ``code - 1`` wraps 0 round, so one comparison picks the codes 1..Q-1.
+        q = texture.precision.max_code
+        partial = np.flatnonzero(texture.pixels[..., 3].ravel() - np.uint16(1) < q - 1)
+        if partial.size:
+            flat = channels.reshape(-1, 4)
+            flat[partial, :3] *= flat[partial, 3:]
     return channels
 
 
@@ -100,7 +107,7 @@ def _save_image(texture: AnimationTexture, path: str, png_compression: int = PNG
         else:
             settings.file_format = "OPEN_EXR"
             settings.color_depth = "16" if precision is Precision.EXR16 else "32"
-            settings.exr_codec = "ZIP"
+            settings.exr_codec = EXR_CODEC
         image.save_render(path, scene=scene)
     except RuntimeError as err:
         raise HybridSkinError(f"Blender could not write '{path}': {err}") from err
@@ -132,7 +139,8 @@ def _codes_match(back: np.ndarray, texture: AnimationTexture) -> bool:
         codes = back * np.float32(texture.precision.max_code)
         np.rint(codes, out=codes)
         return bool(np.array_equal(codes, texture.pixels))
-    return bool(np.array_equal(back.astype(texture.precision.dtype), texture.pixels))
+    # the stored floats widen exactly to float32 (2x faster than narrowing what was read to half)
+    return bool(np.array_equal(back, texture.pixels))
 
 
 def write_files(

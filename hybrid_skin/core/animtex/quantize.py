@@ -27,6 +27,8 @@ magnitude ``m``: ``2**(floor(log2 m) - 11)`` for half floats, ``2**(floor(log2 m
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from enum import Enum
 
 import numpy as np
@@ -116,9 +118,16 @@ def decode_terms(
 
 
 def encode_channels(
-    values: np.ndarray, offset: np.ndarray, scale: np.ndarray, precision: Precision
+    values: np.ndarray,
+    offset: np.ndarray,
+    scale: np.ndarray,
+    precision: Precision,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Float values → stored channels in ``precision.dtype`` (round to nearest, clamp to the codes).
+
+    ``out`` (``precision.dtype``, any strides) receives the codes instead of a new array, e.g. some
+    channels of a texel buffer: the conversion writes them directly, saving a copy.
 
     Constant channels (``scale == 0``) store the opaque value (``Q`` or 1.0), so a texture whose
     alpha carries nothing is fully opaque and no image tool is tempted to drop its colour.
@@ -129,28 +138,47 @@ def encode_channels(
     v = np.asarray(values, dtype=np.float64)
     off = np.asarray(offset, dtype=np.float64)
     sc = np.asarray(scale, dtype=np.float64)
-    if precision.normalized:  # one working array, updated in place (these run over whole textures)
+    constant = sc == 0
+    # one working array, updated in place (these run over whole textures); per-channel terms tiled
+    # (see per_channel), the masked copy only where some channel is constant
+    work = np.empty(np.broadcast(v, off, sc).shape)
+    np.copyto(work, v)
+    per_channel(np.subtract, work, off)
+    if precision.normalized:
         q = precision.max_code
-        unit = np.subtract(v, off, out=np.empty(np.broadcast(v, off, sc).shape))
-        unit /= np.where(sc != 0, sc, 1.0)  # a masked divide costs 3x a plain one
-        np.copyto(unit, 1.0, where=sc == 0)
-        unit *= q
-        np.rint(unit, out=unit)
-        np.clip(unit, 0, q, out=unit)
-        return unit.astype(precision.dtype)
-    centred = np.where(sc != 0, v - off, 1.0)
-    if precision is Precision.EXR16 and centred.size and np.abs(centred).max() > _HALF_MAX:
+        per_channel(np.true_divide, work, np.where(constant, 1.0, sc))  # a masked divide costs 3x
+        if constant.any():
+            per_channel(np.copyto, work, constant)
+        work *= q
+        np.rint(work, out=work)
+        np.clip(work, 0, q, out=work)
+        return _cast(work, precision, out)
+    if constant.any():
+        per_channel(np.copyto, work, constant)
+    if precision is Precision.EXR16 and work.size and max(work.max(), -work.min()) > _HALF_MAX:
         raise ValueError(
-            f"EXR16 cannot hold {np.abs(centred).max():.6g} (half float max {_HALF_MAX}); use EXR32 or PNG16"
+            f"EXR16 cannot hold {np.abs(work).max():.6g} (half float max {_HALF_MAX}); use EXR32 or PNG16"
         )
-    return centred.astype(precision.dtype)
+    return _cast(work, precision, out)
+
+
+def _cast(work: np.ndarray, precision: Precision, out: np.ndarray | None) -> np.ndarray:
+    """``work`` in the stored dtype: a new array, or written into ``out``."""
+    if out is None:
+        return work.astype(precision.dtype)
+    if out.dtype != precision.dtype:
+        raise ValueError(f"out must be {precision.dtype}, got {out.dtype}")
+    np.copyto(out, work, casting="unsafe")  # the same conversion as astype
+    return out
 
 
 def channel_values(stored: np.ndarray, precision: Precision) -> np.ndarray:
     """Stored channels → float32 channels as a shader's sampler returns them (``stored / Q`` or the float)."""
     precision = Precision(precision)
     if precision.normalized:
-        return (np.asarray(stored, dtype=np.float32) / np.float32(precision.max_code)).astype(np.float32)
+        channels = np.array(stored, dtype=np.float32)  # a new array, divided in place
+        channels /= np.float32(precision.max_code)
+        return channels
     return np.asarray(stored, dtype=np.float32)
 
 
@@ -165,9 +193,60 @@ def stored_from_channels(channels: np.ndarray, precision: Precision) -> np.ndarr
 
 
 def decode_channels(channels: np.ndarray, offset: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """``offset + scale * channel`` in float32, exactly as the GLSL decoders evaluate it."""
+    """``offset + scale * channel`` in float32, exactly as the GLSL decoders evaluate it.
+
+    Computed in one new array, ``*= scale`` then ``+= offset``: float addition and multiplication
+    commute, so the values are those of the expression, without its temporaries.
+    """
     c = np.asarray(channels, dtype=np.float32)
-    return (np.asarray(offset, dtype=np.float32) + np.asarray(scale, dtype=np.float32) * c).astype(np.float32)
+    off = np.asarray(offset, dtype=np.float32)
+    sc = np.asarray(scale, dtype=np.float32)
+    out = np.empty(np.broadcast(off, sc, c).shape, dtype=np.float32)
+    np.copyto(out, c)
+    per_channel(np.multiply, out, sc)
+    per_channel(np.add, out, off)
+    return out
+
+
+#: Elements per inner loop that :func:`per_channel` aims for.
+_ROW = 4096
+
+
+def per_channel(op: Callable[..., object], work: np.ndarray, term: np.ndarray) -> None:
+    """``work = op(work, term)`` in place, for a ``term`` that broadcasts along the leading axes of
+    ``work`` (per-channel offsets, scales, masks); ``np.copyto`` as ``op`` sets ``1.0`` where ``term``
+    is true.
+
+    numpy's innermost loop runs along the last axis, which for per-channel terms is 3 or 4 channels
+    long, and then the loop overhead costs several times the arithmetic (0.33 ms instead of 0.08 ms
+    for 600k float32 products). Seen as rows of a few thousand elements, ``work`` repeats ``term``
+    with a fixed period, so a tiled ``term`` gives long inner loops, element by element the same
+    arithmetic. (A ``work`` that is not C-contiguous has no such rows: it is broadcast plainly.)
+    """
+    term = np.asarray(term)
+    if not work.flags.c_contiguous:  # a flat view would be a copy: plain broadcasting then
+        parts = [(work, term)]
+    else:
+        parts = _periods(work, term)
+    for rows, t in parts:
+        if op is np.copyto:
+            np.copyto(rows, 1.0, where=t)
+        else:
+            op(rows, t, out=rows)
+
+
+def _periods(work: np.ndarray, term: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """C-contiguous ``work`` as ``(rows, L)`` plus a remainder, with ``term`` tiled to length ``L``."""
+    lead = next((i for i, size in enumerate(term.shape) if size != 1), term.ndim)
+    block = work.shape[work.ndim - (term.ndim - lead) :]
+    period = math.prod(block)
+    if work.size == 0 or period == 0:
+        return []
+    flat_term = np.broadcast_to(term.reshape(term.shape[lead:]), block).reshape(-1)
+    tiled = np.tile(flat_term, max(1, _ROW // period))
+    flat = work.reshape(-1)
+    full = flat.size - flat.size % tiled.size
+    return [(flat[:full].reshape(-1, tiled.size), tiled), (flat[full:], tiled[: flat.size - full])]
 
 
 def _half_ulp(magnitude: np.ndarray, mantissa_bits: int, min_exponent: int) -> np.ndarray:

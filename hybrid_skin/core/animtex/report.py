@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .decode import per_vector, squared_lengths
 from .quantize import CHEAPEST_FIRST, Precision, bytes_per_texel
 
 __all__ = [
@@ -51,16 +52,33 @@ class ErrorAccumulator:
 
     The bake's report streams every stored and halfway frame through these instead of stacking all
     frames of a clip, which for a 100k-vertex mesh would be hundreds of megabytes of float64.
+    ``keep_batches`` records each batch's ``(max, sum, count)`` for :meth:`chain`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep_batches: bool = False) -> None:
         self.max, self.total, self.count = 0.0, 0.0, 0
+        self.batches: list[tuple[float, float, int]] | None = [] if keep_batches else None
 
     def add(self, values: np.ndarray) -> None:
         if values.size:
-            self.max = max(self.max, float(values.max()))
-            self.total += float(values.sum(dtype=np.float64))
-            self.count += int(values.size)
+            self._add(float(values.max()), float(values.sum(dtype=np.float64)), int(values.size))
+
+    def _add(self, largest: float, total: float, count: int) -> None:
+        self.max = max(self.max, largest)
+        self.total += total
+        self.count += count
+        if self.batches is not None:
+            self.batches.append((largest, total, count))
+
+    @classmethod
+    def chain(cls, *parts: ErrorAccumulator) -> ErrorAccumulator:
+        """One accumulator fed the batches of ``parts`` (made with ``keep_batches``) in order: the same
+        float sums as adding them to it directly, whatever order the parts were filled in."""
+        out = cls()
+        for part in parts:
+            for batch in part.batches or ():
+                out._add(*batch)
+        return out
 
     def stats(self, diagonal: float | None = None) -> dict[str, Any]:
         """``max``, ``mean``, ``count`` (and with ``diagonal`` both in % of it), as in the sidecar."""
@@ -84,28 +102,34 @@ def position_errors(truth: np.ndarray, decoded: np.ndarray, linear: np.ndarray |
     diff = diff.astype(np.float32, copy=False)
     if linear is not None and not np.array_equal(linear, np.eye(3)):
         diff = diff @ np.asarray(linear, dtype=np.float32).T
-    return np.sqrt(np.einsum("...i,...i->...", diff, diff))
+    return np.sqrt(squared_lengths(diff))
 
 
 def normal_angles(truth: np.ndarray, decoded: np.ndarray) -> np.ndarray:
     """Angles in degrees between ``(..., 3)`` directions, float32; 0 where either is zero.
 
     ``2 asin(|a - b| / 2)`` of the unit vectors is accurate for the tiny angles a good bake has
-    (``arccos`` of the dot product is not) and cheaper than ``atan2(|a × b|, a · b)``.
+    (``arccos`` of the dot product is not) and cheaper than ``atan2(|a × b|, a · b)``. Runs once per
+    sampled frame of a bake's report, so it works in place on as few temporaries as it can.
     """
     t = np.asarray(truth, dtype=np.float32)
     d = np.asarray(decoded, dtype=np.float32)
-    lt = np.einsum("...i,...i->...", t, t)
-    ld = np.einsum("...i,...i->...", d, d)
-    valid = (lt > 0) & (ld > 0)
-    inv_t = np.divide(1.0, np.sqrt(lt), out=np.zeros_like(lt), where=valid)
-    inv_d = np.divide(1.0, np.sqrt(ld), out=np.zeros_like(ld), where=valid)
-    diff = t * inv_t[..., None]
-    diff -= d * inv_d[..., None]
-    half = np.sqrt(np.einsum("...i,...i->...", diff, diff))
+    inv_t = np.sqrt(squared_lengths(t))
+    inv_d = np.sqrt(squared_lengths(d))
+    invalid = ~((inv_t > 0) & (inv_d > 0))  # zero (or NaN) lengths
+    with np.errstate(divide="ignore"):
+        np.divide(1.0, inv_t, out=inv_t)
+        np.divide(1.0, inv_d, out=inv_d)
+    inv_t[invalid] = 0.0
+    inv_d[invalid] = 0.0
+    diff = per_vector(np.multiply, t, inv_t)
+    diff -= per_vector(np.multiply, d, inv_d)
+    half = np.sqrt(squared_lengths(diff))
     half *= 0.5
     np.minimum(half, 1.0, out=half)
-    return np.degrees(2.0 * np.arcsin(half)).astype(np.float32, copy=False)
+    np.arcsin(half, out=half)
+    half *= 2.0
+    return np.degrees(half, out=half)
 
 
 def error_stats(truth: np.ndarray, decoded: np.ndarray, diagonal: float) -> dict[str, Any]:
