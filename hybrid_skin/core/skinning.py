@@ -311,7 +311,9 @@ def _dual_quaternion_positions(
     for k in range(1, idx.shape[1]):
         bone = g[:, k, 12:16]
         flip = np.einsum("nc,nc->n", real, bone) < 0.0
-        np.negative(signed[:, k], out=signed[:, k], where=flip)
+        # Not ``np.negative(signed[:, k], out=signed[:, k], where=flip)``: numpy 2.x can mis-mask an
+        # in-place ufunc on a strided column (wrong signs on real rigs, seen with numpy 2.4).
+        signed[:, k] = np.where(flip, -signed[:, k], signed[:, k])
         real += signed[:, k, None] * bone
     dual = np.einsum("nk,nkc->nc", signed, g[:, :, 16:20])
     if pal.pivot is not None:

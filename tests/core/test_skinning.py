@@ -233,3 +233,33 @@ def test_normals_path_equals_the_cofactor_of_the_skinning_matrices(factor, scale
         np.testing.assert_allclose(n, ref, atol=2e-6)
         np.testing.assert_allclose(p, np.einsum("nij,nj->ni", m[:, :, :3], pos) + m[:, :, 3], atol=2e-6)
         np.testing.assert_array_equal(skin(pos, b, pal, f)[0], p)  # same positions with or without normals
+
+
+def test_running_sum_flips_follow_each_vertex_on_many_vertices():
+    # Per vertex the second bone is either a copy of bone 0 (no flip) or a -10° rotation stored with
+    # w < 0 (flip): an irregular flip mask over many vertices, four influences per vertex (two padding)
+    # as on real rigs; numpy 2.4 got in-place masked ufuncs on such float32 columns wrong.
+    n = 301
+    turn = rigid((0, 0, 1), np.radians(-10))
+    pal = bone_palette(np.stack([np.eye(4), turn, np.eye(4)]), np.stack([np.eye(4)] * 3))
+    pal = pal._replace(
+        real=pal.real * np.array([[1], [-1], [1]], np.float32),
+        dual=pal.dual * np.array([[1], [-1], [1]], np.float32),
+    )
+    rng = np.random.default_rng(11)
+    second = np.where(rng.random(n) < 0.5, 1, 2).astype(np.int32)
+    t = rng.uniform(0.05, 0.95, n)
+    binding = SkinBinding(
+        np.stack([np.zeros(n, np.int32), second, np.zeros(n, np.int32), np.zeros(n, np.int32)], 1),
+        np.stack([1 - t, t, np.zeros(n), np.zeros(n)], 1).astype(np.float32),
+        np.ones(n, np.float32),
+    )
+    pos = np.tile(np.array([[1.0, 0.0, 0.0]], np.float32), (n, 1))
+    # nlerp of identity and the -10° rotation with weight t: angle 2·atan2(t·sin(-5°), 1 - t + t·cos 5°)
+    half = np.radians(5.0)
+    angle = np.where(second == 1, 2 * np.arctan2(-t * np.sin(half), 1 - t + t * np.cos(half)), 0.0)
+    expected = np.stack([np.cos(angle), np.sin(angle), np.zeros(n)], 1)
+    p, _ = skin(pos, binding, pal, 1.0)
+    np.testing.assert_allclose(p, expected, atol=1e-6)
+    m = skin_matrices(pos, binding, pal, 1.0)
+    np.testing.assert_allclose(np.einsum("nij,nj->ni", m[:, :, :3], pos) + m[:, :, 3], expected, atol=1e-6)
