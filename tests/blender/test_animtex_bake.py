@@ -23,7 +23,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from tests.blender.assets import import_gltf, play
+from tests.blender.assets import armature_actions, clip_action, import_gltf, play
 from tests.blender.scenes import make_chain_armature, make_cylinder, skin_to_chain
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -260,7 +260,7 @@ def true_bone_matrices(arm, meshes, names) -> np.ndarray:
 @pytest.mark.parametrize("kind", list(TEXELS))
 def test_robot_round_trip_every_precision(addon, animtex, core, robot, tmp_path, kind):
     arm, meshes = robot
-    actions = [a.name for a in bpy.data.actions]
+    actions = [a.name for a in armature_actions()]
     assert len(actions) == ROBOT_ACTIONS
     clips_truth, bone_truth = {}, {}
     for precision in PRECISIONS:
@@ -473,7 +473,8 @@ def test_bbone_segments_are_palette_bones(addon, animtex, core, tmp_path, kind):
 def test_mesh_target_and_chosen_actions(addon, animtex, core, robot, tmp_path):
     arm, meshes = robot
     bpy.context.view_layer.objects.active = meshes[1]
-    chosen = [{"name": "Wave", "use": True}, {"name": "Dance", "use": False}, {"name": "Yes", "use": True}]
+    wave, dance, yes = (clip_action(n).name for n in ("Wave", "Dance", "Yes"))
+    chosen = [{"name": wave, "use": True}, {"name": dance, "use": False}, {"name": yes, "use": True}]
     bake(
         directory=str(tmp_path),
         kind="VERTEX",
@@ -484,7 +485,7 @@ def test_mesh_target_and_chosen_actions(addon, animtex, core, robot, tmp_path):
         max_width=512,
     )
     meta, texture = load_bake(core, tmp_path / f"{meshes[1].name}_vertex.json")
-    assert [c["name"] for c in meta["clips"]] == ["Wave", "Yes"]
+    assert [c["name"] for c in meta["clips"]] == [wave, yes]
     lay = meta["layout"]
     assert lay["item_count"] == len(meshes[1].data.vertices) and lay["items_per_row"] == 256
     for side, used in ((lay["width"], lay["data_width"]), (lay["height"], lay["data_height"])):
@@ -500,7 +501,8 @@ def test_tolerance_picks_the_cheapest_encoding_that_meets_it(addon, animtex, cor
     arm, _ = robot
     tolerance = 0.02  # scene units; the robot is about 10 units across
     options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, name="auto")
-    result = animtex.bake(bpy.context, arm, options, ["Idle", "Sitting"])
+    clips = [clip_action("Idle").name, clip_action("Sitting").name]
+    result = animtex.bake(bpy.context, arm, options, clips)
     *rejected, (step, precision, error) = result.tried
     assert error <= tolerance and all(e > tolerance for _, _, e in rejected) and rejected
     meta, _ = load_bake(core, tmp_path / "auto.json")
@@ -513,7 +515,7 @@ def test_tolerance_picks_the_cheapest_encoding_that_meets_it(addon, animtex, cor
         animtex.BakeOptions(
             str(tmp_path), kind="BONE_DQ", frame_step=step, precision=precision, name="fixed"
         ),
-        ["Idle", "Sitting"],
+        clips,
     )
     assert fixed.report["overall"]["max"] == pytest.approx(error, rel=1e-6)
     assert sorted(os.listdir(tmp_path)) == sorted(
@@ -526,7 +528,7 @@ def test_sub_frame_step_samples_fast_actions_finer(addon, animtex, robot, tmp_pa
     errors = {}
     for step in (1.0, 0.5):
         options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", frame_step=step, name=f"step{step}")
-        result = animtex.bake(bpy.context, arm, options, ["Punch"])
+        result = animtex.bake(bpy.context, arm, options, [clip_action("Punch").name])
         (clip,) = result.metadata["clips"]
         assert clip["frame_count"] == int(20 / step) + 1 and clip["sample_rate"] == 24 / step
         errors[step] = result.report["mid_frames"]["max"]
@@ -540,13 +542,13 @@ def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, anim
 
     def search(tolerance: float):
         options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, name="punch")
-        job = animtex.TextureBake(bpy.context, arm, options, ["Punch"])
+        job = animtex.TextureBake(bpy.context, arm, options, [clip_action("Punch").name])
         for _ in job.run():
             pass
         return job
 
     def frames_of(step: float) -> set[float]:
-        clip = scene_module.clip_for(bpy.data.actions["Punch"], 24.0, step)
+        clip = scene_module.clip_for(clip_action("Punch"), 24.0, step)
         return {scene_module.frame_key(f) for f in np.concatenate(scene_module.clip_frames(clip))}
 
     # Punch moves ~0.5 units between scene frames' halfway points (lerp chord error at step 1): no
@@ -569,20 +571,21 @@ def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, anim
 def test_cancel_restores_the_scene_and_writes_nothing(addon, animtex, robot, tmp_path):
     arm, meshes = robot
     anim = arm.animation_data
-    anim.action = bpy.data.actions["Wave"]
+    anim.action = clip_action("Wave")
     bpy.context.scene.frame_set(7)
     pose = [tuple(pb.rotation_quaternion) for pb in arm.pose.bones]
     meshes[0].modifiers.new("UserHidden", "SMOOTH").show_viewport = False  # after the Armature modifier
     shown = {(o.name, m.name): m.show_viewport for o in meshes for m in o.modifiers}
     assert any(shown.values())
-    job = animtex.TextureBake(bpy.context, arm, animtex.BakeOptions(str(tmp_path)), ["Punch", "Dance"])
+    clips = [clip_action("Punch").name, clip_action("Dance").name]
+    job = animtex.TextureBake(bpy.context, arm, animtex.BakeOptions(str(tmp_path)), clips)
     steps = job.run()
     for _ in range(40):
         next(steps)
     # sampling: Blender does not deform the baked meshes (the truth is the add-on's own skinning)
     assert not any(m.show_viewport for o in meshes for m in o.modifiers)
     steps.close()
-    assert anim.action.name == "Wave" and anim.use_nla and bpy.context.scene.frame_current == 7
+    assert anim.action == clip_action("Wave") and anim.use_nla and bpy.context.scene.frame_current == 7
     np.testing.assert_allclose([tuple(pb.rotation_quaternion) for pb in arm.pose.bones], pose, atol=1e-6)
     assert {(o.name, m.name): m.show_viewport for o in meshes for m in o.modifiers} == shown
     assert os.listdir(tmp_path) == []
@@ -595,7 +598,7 @@ def test_phase_timings_and_png_compression(addon, animtex, robot, tmp_path):
         out = tmp_path / str(compression)
         out.mkdir()
         options = animtex.BakeOptions(str(out), png_compression=compression, write_mesh_data=False)
-        result = animtex.bake(bpy.context, arm, options, ["Wave"])
+        result = animtex.bake(bpy.context, arm, options, [clip_action("Wave").name])
         sizes[compression] = os.path.getsize(result.image_path)
         assert list(result.timings) == list(animtex.PHASES) and all(t >= 0 for t in result.timings.values())
         assert result.timings["sample"] > 0 and result.timings["report"] > 0 and result.timings["write"] > 0
@@ -729,13 +732,13 @@ def test_command_line(addon, core, robot, tmp_path):
     bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
     before = blend.read_bytes()
     out = tmp_path / "textures"
+    clips = [clip_action("Idle").name, clip_action("Wave").name]
     done = run_cli(
         str(blend),
         "--object",
         arm.name,
         "--actions",
-        "Idle",
-        "Wave",
+        *clips,
         "--kind",
         "BONE_DQ",
         "--precision",
@@ -750,7 +753,7 @@ def test_command_line(addon, core, robot, tmp_path):
     assert (meta["kind"], meta["precision"], [c["name"] for c in meta["clips"]]) == (
         "BONE_DQ",
         "EXR16",
-        ["Idle", "Wave"],
+        clips,
     )
     assert "overall" in done.stdout and blend.read_bytes() == before
     for args, message in (

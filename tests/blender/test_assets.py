@@ -6,7 +6,7 @@ import bpy
 import numpy as np
 import pytest
 
-from tests.blender.assets import import_gltf, play
+from tests.blender.assets import clip_action, import_gltf, play
 from tests.blender.scenes import bbox_diagonal, native_positions
 
 TOL = 1e-5
@@ -31,7 +31,7 @@ def compare_all(api, meshes, label: str) -> float:
 def test_robot_expressive_every_skinned_part(addon, assets, action):
     arm, skinned = import_gltf(assets / "RobotExpressive.glb")
     assert len(skinned) == 4 and sum(len(o.data.vertices) for o in skinned) > 1000
-    act = bpy.data.actions[action]
+    act = clip_action(action)
     start, end = act.frame_range
     moved = 0.0
     for frame in np.linspace(start, end, 4)[1:]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from mathutils.kdtree import KDTree
 
-from tests.blender.assets import import_gltf, play
+from tests.blender.assets import clip_action, import_gltf, play
 from tests.blender.scenes import (
     bbox_diagonal,
     evaluated_positions,
@@ -191,7 +191,7 @@ def test_bake_needs_hybrid_skin(addon):
 
 def test_robot_expressive_bake(addon, assets):
     arm, skinned = import_gltf(assets / "RobotExpressive.glb")
-    play(arm, bpy.data.actions["Punch"], 1)
+    play(arm, clip_action("Punch"), 1)
     frames = [2, 5, 9]
     for obj in skinned:
         bpy.context.view_layer.objects.active = obj

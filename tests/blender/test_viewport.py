@@ -18,7 +18,7 @@ import bpy
 import numpy as np
 import pytest
 
-from tests.blender.assets import import_gltf, play
+from tests.blender.assets import clip_action, import_gltf, play
 
 pytestmark = pytest.mark.gpu
 
@@ -37,7 +37,7 @@ def hs(addon, gpu_context) -> SimpleNamespace:
 def robot(hs, assets):
     """RobotExpressive mid-punch with Hybrid Skin (GPU display) on every skinned part."""
     arm, skinned = import_gltf(assets / "RobotExpressive.glb")
-    play(arm, bpy.data.actions["Punch"], 12.0)
+    play(arm, clip_action("Punch"), 12.0)
     for obj in skinned:
         bpy.context.view_layer.objects.active = obj
         assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
@@ -103,7 +103,7 @@ def test_every_part_is_drawn_where_the_core_puts_it(hs, robot):
         skin = assert_drawn_where_the_core_puts_it(hs, obj)
         assert skin.vertex_count == len(obj.data.vertices) and not skin.auto_factor
         assert hs.viewport.stats.last_update_ms[obj.name] > 0.0
-    play(arm, bpy.data.actions["Punch"], 20.0)  # another frame: new pose, same GPU data
+    play(arm, clip_action("Punch"), 20.0)  # another frame: new pose, same GPU data
     for obj in skinned:
         shown = hs.viewport._skins[obj.session_uid]
         before = static_buffers(shown.skin)
@@ -162,7 +162,7 @@ def test_auto_factor_is_the_shader_mode(hs, robot):
         skin = assert_drawn_where_the_core_puts_it(hs, obj)
         assert skin.auto_factor
         before = static_buffers(skin)
-        play(arm, bpy.data.actions["Wave"], 9.0)
+        play(arm, clip_action("Wave"), 9.0)
         assert assert_drawn_where_the_core_puts_it(hs, obj) is skin and static_buffers(skin) == before
 
 
