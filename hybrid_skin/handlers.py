@@ -100,7 +100,12 @@ def register() -> None:
     for name, func in _HANDLERS:
         getattr(bpy.app.handlers, name).append(func)
     operators.rebind_listeners.append(_on_rebind)
-    bpy.app.timers.register(_rearm_after_register, first_interval=0.0)
+    if isinstance(bpy.data, bpy.types.BlendData):  # enabled in a running session: re-apply now
+        reapply_all()
+    else:
+        # Persistent: Blender 4.2 crashes at exit after a file load dropped a pending non-persistent timer
+        # (and after any timer left registered), which the bpy module, with no event loop, never runs.
+        bpy.app.timers.register(_rearm_after_register, first_interval=0.0, persistent=True)
 
 
 def unregister() -> None:

@@ -13,6 +13,7 @@ import bpy
 import pytest
 
 from tests.blender.conftest import ADDON_MODULE, REPO_ROOT, addon_enabled
+from tests.blender.scenes import make_chain_armature, make_cylinder, skin_to_chain
 
 CYCLES = 20
 _IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
@@ -150,3 +151,36 @@ def test_disable_enable_cycles_remove_every_draw_callback(addon: ModuleType) -> 
     for handle in handles:
         with pytest.raises(ValueError):
             bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")
+
+
+def test_enabling_re_applies_at_once_and_leaves_no_timer_for_a_file_load(
+    addon: ModuleType, tmp_path: Path
+) -> None:
+    """Enabled in a running session the add-on re-applies its display at once. Only a startup
+    registration (``bpy.data`` restricted) defers that to a timer, a persistent one: a file load drops a
+    pending non-persistent timer, and Blender 4.2 then crashes at exit (the bpy module never runs it)."""
+    cyl = make_cylinder("Cylinder")
+    skin_to_chain(cyl, make_chain_armature("Rig", [1.0, 1.0]))
+    bpy.context.view_layer.objects.active = cyl
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"} and cyl.display_type == "BOUNDS"
+    bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
+    assert cyl.display_type == "TEXTURED"  # the user's own setting while the add-on is off
+    bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
+    assert cyl.display_type == "BOUNDS"
+    handlers = importlib.import_module(f"{ADDON_MODULE}.handlers")
+    assert not bpy.app.timers.is_registered(handlers._rearm_after_register)
+
+    handlers.unregister()
+    real_data = bpy.data
+    bpy.data = type("RestrictData", (), {"__slots__": ()})()  # what RestrictBlend does at startup
+    try:
+        handlers.register()
+    finally:
+        bpy.data = real_data
+    path = tmp_path / "saved.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    assert bpy.app.timers.is_registered(handlers._rearm_after_register)
+    bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
+    assert not bpy.app.timers.is_registered(handlers._rearm_after_register)
+    bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
