@@ -94,10 +94,14 @@ def assign_action(armature, name: str = ""):
     """Play ``name`` (or a preferred / the first action) on ``armature``; slotted actions in Blender ≥ 4.4."""
     import bpy
 
-    actions = list(bpy.data.actions)
+    from .animtex_scene import compatible_actions
+
+    actions = compatible_actions(armature) or list(bpy.data.actions)
     if not actions:
         return None
     by_name = {a.name: a for a in actions}
+    for a in actions:  # Blender 4.2's glTF importer names it "<animation>_<armature object>"
+        by_name.setdefault(a.name.removesuffix(f"_{armature.name}"), a)
     wanted = [name] if name else [*PREFERRED_ACTIONS]
     action = next((by_name[n] for n in wanted if n in by_name), None)
     if action is None and name:
