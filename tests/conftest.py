@@ -45,8 +45,27 @@ def _isolate_blender_user_dirs() -> Path:
 BLENDER_USER_DIR = _isolate_blender_user_dirs()
 
 
+_EXIT_STATUS = 0
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    global _EXIT_STATUS
+    _EXIT_STATUS = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(BLENDER_USER_DIR, ignore_errors=True)
+    bpy = sys.modules.get("bpy")
+    if bpy is not None and bpy.app.version < (5, 0, 0):
+        # Blender < 5.0 as a module runs its shutdown (WM_exit) only when the bpy module object is freed
+        # at interpreter exit. After a glTF import (4.2) or a full session (4.4) the module outlives
+        # finalization and C++ static destructors run without that shutdown, after every test finished:
+        # ~SpaceType frees Python UI classes with no interpreter (segfault, 4.2) and the draw manager's
+        # shader compiler waits forever for its thread (hang, 4.4). Leave before them, with pytest's status.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS)
 
 
 def assets_dir() -> Path:
