@@ -787,14 +787,14 @@ def test_root_motion_track_follows_the_moving_armature(addon, animtex, core, rob
     from mathutils import Matrix, Quaternion
 
     arm, meshes = robot
-    walk = bpy.data.actions["Walking"]
+    walk, sitting = clip_action("Walking"), clip_action("Sitting")
     key_root_motion(arm, walk)
     scene = bpy.context.scene
     scene.frame_set(7)
     before = {o.name: np.array(o.matrix_world) for o in (arm, *meshes)}
     pose = [tuple(pb.rotation_quaternion) for pb in arm.pose.bones]
     options = animtex.BakeOptions(str(tmp_path), kind="VERTEX", frame_step=2, name="walk")
-    animtex.bake(bpy.context, arm, options, ["Walking", "Sitting"])
+    animtex.bake(bpy.context, arm, options, [walk.name, sitting.name])
     # the user's scene is back: action, frame, object matrices (root motion included), pose
     assert arm.animation_data.action == walk and scene.frame_current == 7
     for obj in (arm, *meshes):
@@ -833,16 +833,16 @@ def test_root_motion_of_a_loop_and_a_user_transform_left_alone(addon, animtex, c
     from mathutils import Matrix, Quaternion
 
     arm, meshes = robot
-    walk = bpy.data.actions["Walking"]
+    walk, sitting = clip_action("Walking"), clip_action("Sitting")
     key_root_motion(arm, walk)
     walk.use_frame_range, walk.use_cyclic = True, True  # a walk cycle: its end frame is the wrap
-    idle = bpy.data.actions["Idle"]  # the user's active action keys no object transform
+    idle = clip_action("Idle")  # the user's active action keys no object transform
     play(arm, idle, 3.0)
     arm.location, arm.rotation_euler = (0.25, -0.5, 0.125), (0.0, 0.0, 0.3)
     bpy.context.view_layer.update()
     before = np.array(arm.matrix_world)
     options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", name="loop")
-    animtex.bake(bpy.context, arm, options, ["Walking", "Sitting"])
+    animtex.bake(bpy.context, arm, options, [walk.name, sitting.name])
     assert arm.animation_data.action == idle
     # the object keys of the baked action must not leave the armature where its last frame put it
     np.testing.assert_allclose(np.array(arm.matrix_world), before, atol=1e-6)
