@@ -3,6 +3,7 @@
 #   make .venv   create .venv with the pinned tools of .ci/requirements-dev.txt (Blender as the bpy module)
 #   make build   dist/hybrid_skin-<version>.zip, built and validated by Blender's own extension tooling
 #   make test    build, then the whole suite: core, Blender (installs the zip) and GPU tests
+#   make test-compat  the same suite on Blender 4.2.0 and 4.4.0 (bpy wheels in .venv-<version>; not in CI)
 #   make bench   benchmarks (tests/bench/run.py)
 #   make demo    python -m hybrid_skin demo
 #   make lint    ruff check
@@ -28,7 +29,7 @@ VENV_STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/hybrid_skin-$(VERSION).zip
 
-.PHONY: .venv build test bench demo lint clean distclean
+.PHONY: .venv build test test-compat bench demo lint clean distclean
 
 .venv: $(VENV_STAMP)
 
@@ -49,6 +50,21 @@ test: $(VENV_STAMP) build
 	HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" $(VENV_PYTHON) -m pytest tests \
 		|| { rc=$$?; [ $$rc -ne 5 ] || echo "error: pytest collected no tests" >&2; exit $$rc; }
 
+# The oldest supported LTS and the first with slotted actions, each in its own pinned venv.
+COMPAT_VERSIONS := 4.2.0 4.4.0
+
+.venv-%/.installed: .ci/requirements-bpy-%.txt
+	@test -n "$(PYTHON)" || { echo "error: python$(PYTHON_VERSION) not found on PATH" >&2; exit 1; }
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --requirement $<
+	touch $@
+
+test-compat: build $(foreach v,$(COMPAT_VERSIONS),.venv-$(v)/.installed)
+	for v in $(COMPAT_VERSIONS); do \
+		echo "== Blender $$v"; \
+		HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" .venv-$$v/bin/python -m pytest tests -q || exit $$?; \
+	done
+
 bench: $(VENV_STAMP)
 	$(VENV_PYTHON) tests/bench/run.py
 
@@ -63,4 +79,4 @@ clean:
 	find hybrid_skin tests .ci -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(foreach v,$(COMPAT_VERSIONS),.venv-$(v))
