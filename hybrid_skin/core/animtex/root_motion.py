@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from ..dualquat import quaternion_from_matrix, quaternion_to_matrix
+from .encode import continuous_quaternions
+
 __all__ = ["ROOT_MOTION_RULE", "ROOT_MOTION_TOLERANCE", "root_motion_matrices", "root_motion_track"]
 
 #: A world matrix counts as constant over a clip when no entry moves by more than this times the
@@ -33,32 +36,6 @@ _SPACE = "mesh object space at the clip's first stored sample (its local units);
 def _float32_lists(a: np.ndarray) -> list:
     """Rounded to float32 precision, as float64 lists (float32 → JSON → float32 is exact)."""
     return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
-
-
-def _quaternions(rotations: np.ndarray) -> np.ndarray:
-    """``(F, 3, 3)`` rotation matrices → ``(F, 4)`` unit quaternions ``(w, x, y, z)``, ``w >= 0``.
-
-    Shepperd's method: each matrix uses the largest of ``4w², 4x², 4y², 4z²`` as its pivot.
-    """
-    r = rotations
-    trace = np.trace(r, axis1=1, axis2=2)
-    diag = np.stack([trace, r[:, 0, 0], r[:, 1, 1], r[:, 2, 2]], axis=1)
-    squares = np.concatenate([1 + trace[:, None], 1 + 2 * diag[:, 1:] - trace[:, None]], axis=1)
-    pivot = np.argmax(squares, axis=1)
-    s = np.sqrt(np.maximum(squares[np.arange(len(r)), pivot], 1e-300))  # 2 * |pivot component|
-    d21, d02, d10 = r[:, 2, 1] - r[:, 1, 2], r[:, 0, 2] - r[:, 2, 0], r[:, 1, 0] - r[:, 0, 1]
-    s21, s02, s10 = r[:, 2, 1] + r[:, 1, 2], r[:, 0, 2] + r[:, 2, 0], r[:, 1, 0] + r[:, 0, 1]
-    candidates = np.stack(
-        [
-            np.stack([s * s, d21, d02, d10], axis=1),  # pivot w
-            np.stack([d21, s * s, s10, s02], axis=1),  # pivot x
-            np.stack([d02, s10, s * s, s21], axis=1),  # pivot y
-            np.stack([d10, s02, s21, s * s], axis=1),  # pivot z
-        ]
-    )
-    q = candidates[pivot, np.arange(len(r))] / (2 * s[:, None])
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    return np.where(q[:, :1] < 0, -q, q)
 
 
 def _decompose(matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,16 +51,7 @@ def _decompose(matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     u, _, vt = np.linalg.svd(linear / np.where(scale == 0, 1.0, scale)[:, None, :])
     mirrored = np.linalg.det(u @ vt) < 0  # only where an axis has zero scale
     u[mirrored, :, 2] *= -1
-    return matrices[:, :3, 3], _quaternions(u @ vt), scale
-
-
-def _hemisphere_continuous(q: np.ndarray) -> np.ndarray:
-    """Flip quaternions so each has a non-negative dot product with the one before."""
-    out = q.copy()
-    for t in range(1, len(out)):
-        if np.dot(out[t], out[t - 1]) < 0:
-            out[t] = -out[t]
-    return out
+    return matrices[:, :3, 3], quaternion_from_matrix(u @ vt), scale
 
 
 def root_motion_track(
@@ -114,7 +82,7 @@ def root_motion_track(
         raise ValueError("the first sample's matrix is singular (zero scale): no relative motion") from None
     relative[0] = np.eye(4)  # exactly, not within rounding
     translation, rotation, scale = _decompose(relative)
-    rotation = _hemisphere_continuous(rotation)
+    rotation = continuous_quaternions(rotation)
     frames = len(w)
     track = {
         "rule": ROOT_MOTION_RULE,
@@ -135,16 +103,8 @@ def root_motion_track(
 def root_motion_matrices(track: dict[str, Any]) -> np.ndarray:
     """``(F, 4, 4)`` matrices ``M_t = T @ R @ S`` of a ``root_motion`` track (what an engine computes)."""
     t = np.asarray(track["translation"], dtype=np.float64)
-    w, x, y, z = np.asarray(track["rotation"], dtype=np.float64).T
     s = np.asarray(track["scale"], dtype=np.float64)
-    rot = np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
-        ],
-        axis=-2,
-    )
+    rot = quaternion_to_matrix(np.asarray(track["rotation"], dtype=np.float64))
     out = np.tile(np.eye(4), (len(t), 1, 1))
     out[:, :3, :3] = rot * s[:, None, :]
     out[:, :3, 3] = t
