@@ -24,12 +24,12 @@ PREFERRED_ACTIONS = ("Walking", "Dance", "Running")
 
 def default_asset() -> Path:
     folder = os.environ.get("HYBRID_SKIN_ASSETS")
-    root = Path(folder) if folder else Path(__file__).resolve().parents[2] / "shared" / "assets"
+    root = Path(folder) if folder else Path(__file__).resolve().parents[1] / "assets"
     return root / DEFAULT_ASSET
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    default = f"$HYBRID_SKIN_ASSETS or <repo>/../shared/assets/{DEFAULT_ASSET}"
+    default = f"$HYBRID_SKIN_ASSETS or <repo>/assets/{DEFAULT_ASSET}"
     parser.add_argument("--asset", type=Path, default=None, help=f"rigged .glb/.gltf (default: {default})")
     preferred = ", ".join(PREFERRED_ACTIONS)
     parser.add_argument("--action", default="",

@@ -69,14 +69,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def assets_dir() -> Path:
-    """Shared test assets (glTF rigs): ``$HYBRID_SKIN_ASSETS``, else ``<repo>/../shared/assets``."""
+    """Third-party test rigs (glTF): ``$HYBRID_SKIN_ASSETS``, else the repository's own ``assets/``."""
     override = os.environ.get("HYBRID_SKIN_ASSETS")
-    return Path(override).resolve() if override else (REPO_ROOT.parent / "shared" / "assets").resolve()
+    return Path(override).resolve() if override else (REPO_ROOT / "assets").resolve()
 
 
 @pytest.fixture(scope="session")
 def assets() -> Path:
-    """The shared assets folder; fails (never skips) when it is missing so lost coverage is visible."""
+    """The assets folder; fails (never skips) when it is missing so lost coverage is visible."""
     path = assets_dir()
     if not path.is_dir():
         pytest.fail(f"test assets not found at {path}; set HYBRID_SKIN_ASSETS to the glTF rigs folder")

@@ -1,4 +1,4 @@
-"""Loading the shared third-party assets the way a user would (Blender's bundled glTF importer)."""
+"""Loading the third-party assets in assets/ the way a user would (Blender's bundled glTF importer)."""
 
 from __future__ import annotations
 
