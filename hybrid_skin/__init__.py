@@ -10,15 +10,15 @@ from __future__ import annotations
 import importlib
 
 _MODULES = (
-    "properties",
-    "operators",
-    "operators_bake",
-    "panel",
-    "analyze",
-    "operators_animtex",
-    "crowd",
-    "viewport",
-    "handlers",
+    "skin.properties",
+    "skin.operators",
+    "bake.operators",
+    "skin.panel",
+    "analyze.operators",
+    "animtex.operators",
+    "animtex.crowd",
+    "skin.viewport",
+    "skin.handlers",
 )
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from . import rig as rig_module
 from .bridge import HybridSkinError
-from .factors import vertex_factors
+from .factor import vertex_factors
+from .skin import bind as rig_module
 
 __all__ = ["HybridSkinError", "deformed_normals", "deformed_positions", "rebind"]
 

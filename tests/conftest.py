@@ -3,10 +3,16 @@
 This file must not import bpy: core tests run without Blender. It runs before any test module, so before
 anything imports bpy, which makes it the place to isolate Blender's user directories: the bpy module reads
 ``BLENDER_USER_*`` once, on first import, and installs extensions, preferences and caches there.
+
+Layout: ``tests/`` mirrors the package. ``tests/core`` (like ``hybrid_skin/core``) is numpy only and never
+imports bpy; every other test runs against the installed extension zip, starting from an empty scene with
+the add-on enabled (the autouse :func:`empty_scene`), through the harness in ``tests/support/blender.py``.
+GPU tests carry the ``gpu`` marker and use the :func:`gpu_context` fixture.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
@@ -16,6 +22,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Tests of the numpy core: no Blender, no GPU, no add-on install.
+PURE_TESTS = REPO_ROOT / "tests" / "core"
 
 # Variables that would override BLENDER_USER_RESOURCES for one kind of directory, or inject extra add-ons.
 _BLENDER_DIR_OVERRIDES = (
@@ -87,3 +95,48 @@ def assets() -> Path:
 def blender_user_dir() -> Path:
     """The temporary folder that stands in for ~/.config/blender/<version> during this session."""
     return BLENDER_USER_DIR
+
+
+# ------------------------------------------------------------------------------ Blender fixtures
+def _harness():
+    """``tests.support.blender``, imported on first use: it imports bpy, which pure tests never need."""
+    return importlib.import_module("tests.support.blender")
+
+
+def _is_pure(request: pytest.FixtureRequest) -> bool:
+    return Path(str(request.node.path)).resolve().is_relative_to(PURE_TESTS)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    """Import bpy before the first Blender test module: ``bmesh`` and ``mathutils`` exist only after it."""
+    if file_path.suffix == ".py" and not file_path.resolve().is_relative_to(PURE_TESTS):
+        importlib.import_module("bpy")
+
+
+@pytest.fixture(scope="session")
+def addon_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extension zip: ``$HYBRID_SKIN_ZIP`` (set by ``make test``) or a fresh build into a temp folder."""
+    return _harness().addon_zip(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def addon(addon_zip: Path):
+    """The installed, enabled add-on module ``bl_ext.user_default.hybrid_skin`` (uninstalled at the end)."""
+    yield from _harness().installed_addon(addon_zip)
+
+
+@pytest.fixture(autouse=True)
+def empty_scene(request: pytest.FixtureRequest):
+    """Each Blender test starts from an empty scene with the add-on installed and enabled; pure tests
+    (``tests/core``) get nothing and never import bpy."""
+    if _is_pure(request):
+        yield None
+        return
+    request.getfixturevalue("addon")
+    yield from _harness().empty_scene()
+
+
+@pytest.fixture(scope="session")
+def gpu_context():
+    """Blender's ``gpu`` module with a usable context, also in background mode (see the harness)."""
+    return _harness().gpu_context()

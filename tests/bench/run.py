@@ -29,8 +29,9 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 import scene  # noqa: E402
 
-from hybrid_skin import bridge, rig  # noqa: E402
+from hybrid_skin import bridge  # noqa: E402
 from hybrid_skin.core.skinning import THREADS, skin  # noqa: E402
+from hybrid_skin.skin import bind as rig  # noqa: E402
 
 BONES = 48
 FACTOR = 0.5
@@ -204,7 +205,7 @@ def bench_frame(obj, arm, n: int, repeats: int) -> list[Row]:
 
 # --------------------------------------------------------------------------------------- P2/P4/P5
 def gpu_available() -> bool:
-    return importlib.util.find_spec("hybrid_skin.gpu.resources") is not None
+    return importlib.util.find_spec("hybrid_skin.draw.resources") is not None
 
 
 GPU_SIZES = (10_000, 1_000_000)
@@ -228,8 +229,8 @@ def _gpu_scene(n: int) -> tuple[bpy.types.Object, bpy.types.Object]:
 
 def _bind_gpu(obj: bpy.types.Object, factors: float | str = FACTOR):
     """The GPU display's per-bind work: rig, ``GpuSkin`` (static data uploaded), first pose."""
-    from hybrid_skin import viewport  # noqa: PLC0415
-    from hybrid_skin.gpu.resources import GpuSkin  # noqa: PLC0415
+    from hybrid_skin.draw.resources import GpuSkin  # noqa: PLC0415
+    from hybrid_skin.skin import viewport  # noqa: PLC0415
 
     dg = bpy.context.evaluated_depsgraph_get()
     bound = rig.bind(obj, dg, "Armature")
@@ -256,7 +257,7 @@ def _gpu_update_ms(
 ) -> tuple[float, str]:
     """Median ms of ``viewport.update_pose`` right after each pose change (the pose evaluation itself, done
     by Blender for every display, is not timed), with the Armature modifier hidden as in GPU display."""
-    from hybrid_skin import viewport  # noqa: PLC0415
+    from hybrid_skin.skin import viewport  # noqa: PLC0415
 
     bound, gpu_skin = _bind_gpu(obj)
     obj.modifiers["Armature"].show_viewport = False
@@ -285,8 +286,8 @@ def bench_gpu_update() -> list[Row]:
     """P2: CPU time of one frame of the GPU display (``viewport.update_pose``: pose → palette → bone
     texture), 1M ÷ 10k vertices, and ÷ Blender's Armature modifier (LBS) evaluating the same 1M mesh."""
     if not gpu_available():
-        return [Row("P2 GPU update", float("nan"), None, None, 1.2, note="skipped: no hybrid_skin.gpu")]
-    from hybrid_skin.gpu import ensure_gpu_context  # noqa: PLC0415
+        return [Row("P2 GPU update", float("nan"), None, None, 1.2, note="skipped: no hybrid_skin.draw")]
+    from hybrid_skin.draw import ensure_gpu_context  # noqa: PLC0415
 
     ensure_gpu_context()
     update_ms: dict[int, float] = {}
@@ -315,7 +316,7 @@ def bench_gpu_update() -> list[Row]:
 
 def _small_view(obj: bpy.types.Object) -> np.ndarray:
     """World → clip framing ``obj``'s bounds into about a tenth of the target: vertex work dominates."""
-    from hybrid_skin.gpu.comparison import frame_bounds  # noqa: PLC0415
+    from hybrid_skin.draw.comparison import frame_bounds  # noqa: PLC0415
 
     matrix = np.array(obj.matrix_world)
     corners = np.array(obj.bound_box, dtype=np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
@@ -327,11 +328,11 @@ def bench_gpu_draw() -> list[Row]:
     synchronised by reading a pixel back (median of interleaved repeats). The mesh covers a few pixels, so
     the time is vertex work."""
     if not gpu_available():
-        return [Row("P4 GPU draw", float("nan"), None, None, 1.1, note="skipped: no hybrid_skin.gpu")]
+        return [Row("P4 GPU draw", float("nan"), None, None, 1.1, note="skipped: no hybrid_skin.draw")]
     import gpu  # noqa: PLC0415
 
-    from hybrid_skin import viewport  # noqa: PLC0415
-    from hybrid_skin.gpu import ensure_gpu_context  # noqa: PLC0415
+    from hybrid_skin.draw import ensure_gpu_context  # noqa: PLC0415
+    from hybrid_skin.skin import viewport  # noqa: PLC0415
 
     ensure_gpu_context()
     arm, obj = _gpu_scene(DRAW_VERTICES)
@@ -449,13 +450,13 @@ def bench_p5(frames: int = 24, vertices: int = 100_000, bones: int = 52, repeats
 
     Two rows per kind: the whole bake as a user runs it (operator: sampling, the error report over
     every stored and halfway frame, file write and read-back check, mesh data), and the part that
-    makes the texture (``sample`` + ``encode`` of :data:`hybrid_skin.animtex_bake.PHASES`). The bake
+    makes the texture (``sample`` + ``encode`` of :data:`hybrid_skin.animtex.bake.PHASES`). The bake
     times its own phases; the split of the median run is printed.
     """
     import tempfile  # noqa: PLC0415
 
     import hybrid_skin  # noqa: PLC0415
-    from hybrid_skin import animtex_bake  # noqa: PLC0415
+    from hybrid_skin.animtex import bake as animtex_bake  # noqa: PLC0415
 
     scene.clear_scene()
     arm = scene.make_chain_armature("P5Rig", bones, height=4.0)

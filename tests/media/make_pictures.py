@@ -14,8 +14,8 @@ sys.path.insert(0, str(ROOT))
 import bpy  # noqa: E402
 
 import hybrid_skin  # noqa: E402
-from hybrid_skin.gpu import ensure_gpu_context  # noqa: E402
-from tests.blender.scenes import make_chain_armature, make_cylinder, pose_bone, skin_to_chain  # noqa: E402
+from hybrid_skin.draw import ensure_gpu_context  # noqa: E402
+from tests.support.scenes import make_chain_armature, make_cylinder, pose_bone, skin_to_chain  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
 

@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 from mathutils import Matrix  # noqa: E402
 
 import hybrid_skin  # noqa: E402
-from hybrid_skin import analyze  # noqa: E402
-from hybrid_skin.gpu import ensure_gpu_context  # noqa: E402
+from hybrid_skin.analyze import operators as analyze  # noqa: E402
+from hybrid_skin.draw import ensure_gpu_context  # noqa: E402
 
 ARM = ("DEF-upper_arm.L", "DEF-upper_arm.L.001", "DEF-forearm.L", "DEF-forearm.L.001")
 #: Joints whose child belongs to these bones make up the elbow (the B-bones on both sides of it bend).

@@ -1,0 +1,1 @@
+"""Analyze Deformation: skinning artifacts of the active mesh at the current frame."""

@@ -1,0 +1,473 @@
+"""Bake actions into vertex or bone animation textures (seed 002): sample, encode, check, write, tag.
+
+A :class:`TextureBake` runs as a generator (:meth:`TextureBake.run` yields progress in 0..1) so the
+operator can show a progress bar and cancel between frames; scripts call :func:`bake`. This module is
+the orchestration and the bone palette; the scene side lives in :mod:`.animtex_scene`, the error report
+in :mod:`.animtex_report`, and everything written (files, mesh data, summary) in :mod:`.animtex_files`.
+
+1. **Target**: an armature and every mesh it deforms, or one mesh with an Armature modifier; one clip
+   per action, sampled every ``frame_step`` scene frames over the action's frame range.
+2. **Sampling**: each action is assigned to the armature in turn (NLA off; everything restored after).
+   At every stored frame and halfway between stored frames the add-on's own skinning gives the truth.
+   The baked meshes' Armature modifier and everything after it are hidden meanwhile: Blender need not
+   deform the mesh at every sample for a result nobody reads (restored after, as the pose is).
+3. **Encoding** (:mod:`.core.animtex`): VERTEX stores each vertex's offset from the mesh's own
+   coordinates (what an engine has) and its normal, all meshes in one texture; bone kinds store the
+   palette's skinning matrices ``inv(T2A) @ deform @ T2A`` in mesh space, pivots at the rest heads.
+4. **Error report**: the texture is decoded as the shaders do and compared with the truth at every
+   stored and halfway frame, in scene units (world space) and in % of the truth's bounding-box
+   diagonal. With a tolerance, the cheapest (frame step, precision) within it is picked from the
+   same samples (:func:`.core.animtex.choose_encoding`).
+5. **Writing**: image and JSON go to temporary names in the output folder; the image is read back and
+   must hold exactly the encoded values; then both are renamed into place. A failure leaves nothing.
+6. **Mesh data**: each vertex's texel index and texel UV (VERTEX), or its 4 palette indices and
+   weights (bone kinds), as attributes named in the sidecar's ``mesh_attributes``.
+
+Each phase's seconds land in :attr:`BakeResult.timings` (keys :data:`PHASES`) and the UI summary.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+from .. import bridge
+from ..core.animtex import (
+    AnimationTexture,
+    Clip,
+    Kind,
+    Precision,
+    build_metadata,
+    dumps,
+    encode_bone_dq_animation,
+    encode_bone_matrix_animation,
+    encode_vertex_animation,
+    encoding_candidates,
+    pick_encoding,
+    root_motion_track,
+)
+from ..factor import DEFAULT_FACTOR, vertex_factors
+from ..skin import bind as rig
+from . import palette as animtex_palette
+from . import report as animtex_report
+from .files import (
+    BONE_ATTRIBUTES,
+    PNG_COMPRESSION,
+    VERTEX_ATTRIBUTES,
+    check_directory,
+    last_summary,
+    read_image,
+    store_summary,
+    write_files,
+    write_mesh_data,
+)
+from .palette import BONE_SLOTS
+from .scene import (
+    AnimationState,
+    FrameSample,
+    bulk_read,
+    clip_for,
+    clip_frames,
+    compatible_actions,
+    find_target,
+    frame_key,
+    mesh_parts,
+    object_settings,
+    resolve_actions,
+    stack_samples,
+)
+
+__all__ = [
+    "BakeOptions",
+    "BakeResult",
+    "TextureBake",
+    "bake",
+    "bulk_read",
+    "compatible_actions",
+    "find_target",
+    "last_summary",
+    "read_image",
+]
+
+HybridSkinError = bridge.HybridSkinError
+#: Frame steps the tolerance search tries (scene frames between stored samples). The sub-frame steps
+#: store fast actions (a punch, a blink) finer than the scene's frame rate; each step is sampled only
+#: when the search reaches it, so they cost nothing when a whole-frame step meets the tolerance.
+AUTO_STEPS = (8, 4, 3, 2, 1, 0.5, 0.25)
+#: Smallest frame step: sub-frame steps (e.g. 0.5) sample fast actions finer than the scene's frame rate.
+MIN_FRAME_STEP = 0.05
+#: Keys of :attr:`BakeResult.timings`: ``sample`` is what the texture needs (frame changes and, for
+#: VERTEX, skinning at stored frames; for bone kinds the palettes), ``truth`` what only the error report
+#: needs (frames halfway between, and for bone kinds the skinned truth), then ``encode``, ``report``
+#: (decode, compare, bounds), ``write`` (image, read-back check, sidecar) and ``mesh_data``.
+PHASES = ("sample", "truth", "encode", "report", "write", "mesh_data")
+
+
+@dataclass(frozen=True)
+class BakeOptions:
+    """What to write. ``tolerance > 0`` (scene units) replaces ``frame_step``/``precision`` by the
+    cheapest pair whose max error stays within it. ``png_compression`` is Blender's PNG compression
+    in percent (see :data:`.animtex_files.PNG_COMPRESSION` for why the default is 0)."""
+
+    directory: str
+    kind: Kind = Kind.VERTEX
+    precision: Precision = Precision.PNG16
+    frame_step: float = 1.0
+    tolerance: float = 0.0
+    max_width: int = 8192
+    power_of_two: bool = False
+    embed_metadata: bool = True
+    write_mesh_data: bool = True
+    name: str = ""
+    png_compression: int = PNG_COMPRESSION
+
+
+@dataclass
+class BakeResult:
+    image_path: str
+    json_path: str
+    texture: AnimationTexture
+    metadata: dict
+    report: dict
+    tried: tuple = ()
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
+
+
+def _deform_factor(settings) -> float:
+    return float(settings.deform_factor) if settings is not None else DEFAULT_FACTOR
+
+
+class TextureBake:
+    """One bake: validate in ``__init__`` (raises :class:`HybridSkinError`), then exhaust :meth:`run`."""
+
+    def __init__(
+        self,
+        context: bpy.types.Context,
+        obj: bpy.types.Object | None,
+        options: BakeOptions,
+        action_names: Sequence[str] | None = None,
+    ):
+        self.scene, self.options = context.scene, options
+        self.kind, self.precision = _enum(Kind, options.kind), _enum(Precision, options.precision)
+        self.armature, meshes = find_target(obj, self.scene)
+        self.target = obj
+        self.actions = resolve_actions(self.armature, action_names)
+        self.fps = self.scene.render.fps / self.scene.render.fps_base
+        if not options.frame_step >= MIN_FRAME_STEP:
+            raise HybridSkinError(f"Frame step must be at least {MIN_FRAME_STEP}, got {options.frame_step}")
+        if not 1 <= options.max_width <= 16384:
+            raise HybridSkinError(f"Max width must be 1..16384, got {options.max_width}")
+        self.directory = check_directory(options.directory)
+        self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
+        self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
+        self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        self.samples: dict[tuple[int, float], FrameSample] = {}
+        self.warnings: list[str] = []
+        self.timings: dict[str, float] = defaultdict(float)
+        self.result: BakeResult | None = None
+
+    @contextmanager
+    def _phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] += time.perf_counter() - start
+
+    # --------------------------------------------------------------------------------- setup
+    @property
+    def bone_factor(self) -> float:
+        """Runtime deform factor of the bone kinds: the first mesh's global factor."""
+        return _deform_factor(object_settings(self.parts[0].obj))
+
+    def _vertex_factor(self) -> float | None:
+        """The factor baked into a VERTEX texture when it is one number for every mesh, else ``None``."""
+        values = set()
+        for part in self.parts:
+            settings = object_settings(part.obj)
+            if settings is not None and settings.factor_mode != "GLOBAL":
+                return None
+            values.add(_deform_factor(settings))
+        return values.pop() if len(values) == 1 else None
+
+    def _step_frames(self, steps: Sequence[float]) -> tuple[list[tuple[int, float]], set[tuple[int, float]]]:
+        """Every ``(clip, frame)`` the ``steps`` need (stored and halfway), and the stored ones."""
+        needed: dict[tuple[int, float], None] = {}
+        stored: set[tuple[int, float]] = set()
+        for ci, action in enumerate(self.actions):
+            for step in steps:
+                frames, mids = clip_frames(clip_for(action, self.fps, step))
+                stored.update((ci, frame_key(f)) for f in frames)
+                needed.update({(ci, frame_key(f)): None for f in (*frames, *mids)})
+        return list(needed), stored
+
+    # ------------------------------------------------------------------------------ sampling
+    def _rigs(self, depsgraph) -> list[rig.SkinRig]:
+        return [rig.cached_rig(p.obj, depsgraph, p.modifier, p.groups) for p in self.parts]
+
+    def _evaluate(self, depsgraph, phase: str) -> FrameSample:
+        """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
+        data), ``truth`` for bone kinds (only the error report reads it)."""
+        positions, normals = [], []
+        bones = self.kind is not Kind.VERTEX
+        with self._phase(phase):
+            rigs = self._rigs(depsgraph)
+        with self._phase("truth" if bones else phase):
+            for part, bound in zip(self.parts, rigs):
+                factor = vertex_factors(part.obj, bound, self.bone_factor if bones else None)
+                p, n = bound.evaluate(depsgraph, factor, normals=True)
+                positions.append(p)
+                normals.append(n)
+        with self._phase(phase):
+            matrices = self._palette(depsgraph, rigs) if bones else None
+            world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
+        join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
+        return FrameSample(join(positions), join(normals), matrices, np.array(world, dtype=np.float64))
+
+    def _palette(self, depsgraph, rigs: list[rig.SkinRig]) -> np.ndarray:
+        return animtex_palette.skinning_matrices(
+            self.armature, depsgraph, rigs[0], self.parts[0], self.rest_bone
+        )
+
+    def _prepare_bones(self, depsgraph) -> None:
+        """Palette names, pivots and per-vertex influences (bone kinds), checked at the start frame."""
+        palette = animtex_palette.prepare(self.armature, self.parts, self._rigs(depsgraph), depsgraph)
+        self.bone_names, self.bone_pivots, self.rest_bone = palette.names, palette.pivots, palette.rest_bone
+        if palette.truncated:
+            self.warnings.append(
+                f"{palette.truncated} vertices have more than {BONE_SLOTS} influences: kept the largest "
+                f"{BONE_SLOTS}, renormalised (the error report includes the difference)"
+            )
+
+    def _sample(self, steps: Sequence[float]) -> Iterator[float]:
+        """Sample what ``steps`` need and is not sampled yet; yields progress (capped at 0.9)."""
+        todo, stored = self._step_frames(steps)
+        for key in todo:
+            if key in self.samples:
+                continue
+            ci, frame = key
+            phase = "sample" if key in stored else "truth"
+            with self._phase(phase):
+                if ci != self._playing:
+                    self._anim.play(self.actions[ci])
+                    self._playing = ci
+                self._anim.set_frame(frame)
+                depsgraph = bpy.context.evaluated_depsgraph_get()
+            self.samples[key] = self._evaluate(depsgraph, phase)
+            self._diagonal = None
+            yield min(0.9, 0.9 * len(self.samples) / self._planned)
+
+    def _loop_end_worlds(self, clips: Sequence[Clip]) -> dict[int, np.ndarray]:
+        """The first mesh's object matrix at each looping clip's end frame, where it wraps: a frame
+        no sample holds, needed only for the loop's root motion (one frame change, no skinning)."""
+        ends = {}
+        for ci, clip in enumerate(clips):
+            if clip.loop:
+                if ci != self._playing:
+                    self._anim.play(self.actions[ci])
+                    self._playing = ci
+                self._anim.set_frame(clip.frame_end)
+                obj = self.parts[0].obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+                ends[ci] = np.array(obj.matrix_world, dtype=np.float64)
+        return ends
+
+    @property
+    def diagonal(self) -> float:
+        """Bounding-box diagonal of the truth at every sample taken so far (the report's 100%)."""
+        if self._diagonal is None:
+            with self._phase("report"):
+                self._diagonal = animtex_report.scene_diagonal(self.parts, self.samples)
+        return self._diagonal
+
+    def run(self) -> Iterator[float]:
+        """Sample, encode, report, write; yields progress in [0, 1]. Closing it cancels cleanly.
+
+        Frames are sampled when an encoding needs them: a fixed step samples its frames once; the
+        tolerance search samples each step only when it reaches it (a tolerance met at step 4 never
+        pays for step 1, a sub-frame step is sampled only if no whole-frame step is good enough).
+        """
+        self._anim, self._playing, self._diagonal = AnimationState(self.scene, self.armature), None, None
+        # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
+        self._planned = len(self._step_frames([s for s in self.steps if s >= 1] or self.steps)[0])
+        try:
+            with self._phase("sample"):
+                self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
+                self._anim.set_frame(self.scene.frame_current)
+                self.rest_bone = False
+                if self.kind is not Kind.VERTEX:
+                    self._prepare_bones(bpy.context.evaluated_depsgraph_get())
+            texture, report, tried = yield from self._choose()
+            with self._phase("sample"):
+                self._cycle_end = self._loop_end_worlds(texture.clips)
+        finally:
+            with self._phase("sample"):
+                self._anim.restore()
+        yield 0.95
+        self.result = self._write(texture, report, tried)
+        yield 1.0
+
+    # ------------------------------------------------------------------------ encode, report
+    def _clips(self, step: float) -> list[Clip]:
+        return [clip_for(a, self.fps, step) for a in self.actions]
+
+    def _stack(self, clip_index: int, frames: np.ndarray, what: str) -> np.ndarray:
+        return stack_samples(self.samples, clip_index, frames, what)
+
+    def encode(self, step: float, precision: Precision) -> AnimationTexture:
+        with self._phase("encode"):
+            return self._encode(step, precision)
+
+    def _encode(self, step: float, precision: Precision) -> AnimationTexture:
+        clips = self._clips(step)
+        kwargs = dict(
+            precision=precision,
+            max_width=self.options.max_width,
+            power_of_two=self.options.power_of_two,
+            embed_metadata=self.options.embed_metadata,
+        )
+        frames = [c.sample_frames() for c in clips]
+        try:
+            if self.kind is Kind.VERTEX:
+                base = np.concatenate([p.base for p in self.parts])
+                positions = [self._stack(ci, f, "positions") for ci, f in enumerate(frames)]
+                normals = [self._stack(ci, f, "normals") for ci, f in enumerate(frames)]
+                return encode_vertex_animation(
+                    base, positions, normals, clips, deform_factor=self._vertex_factor(), **kwargs
+                )
+            encoder = encode_bone_dq_animation if self.kind is Kind.BONE_DQ else encode_bone_matrix_animation
+            matrices = [self._stack(ci, f, "matrices") for ci, f in enumerate(frames)]
+            return encoder(
+                matrices,
+                clips,
+                self.bone_names,
+                bone_pivots=self.bone_pivots,
+                deform_factor=self.bone_factor,
+                **kwargs,
+            )
+        except ValueError as err:
+            raise HybridSkinError(f"Cannot encode {self.kind.value} {precision.value}: {err}") from err
+
+    def decode(
+        self, texture: AnimationTexture, clip: int, samples: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (mesh-local) and normals ``(S, N, 3)`` as playback shows them at ``samples``."""
+        return animtex_report.decode(texture, self.parts, clip, samples, self.bone_factor)
+
+    def report(self, texture: AnimationTexture) -> dict:
+        """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip."""
+        with self._phase("report"):
+            return animtex_report.bake_report(
+                texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
+            )
+
+    def encoding_bound(self, texture: AnimationTexture) -> float:
+        """Largest position error quantisation alone causes at stored frames, in scene units."""
+        return animtex_report.encoding_bound(texture, self.parts, self.samples)
+
+    def _choose(self):
+        """Generator returning ``(texture, report, tried)``: the fixed encoding, or the tolerance search
+        (:func:`.core.animtex.encoding_candidates` order, sampling each step when first reached).
+
+        The search keeps only each candidate's report; the winner is encoded again (deterministic),
+        so at most one texture is held at a time. If later steps added samples that widen the
+        bounding box, the winner's report is recomputed so its percentages use the final diagonal.
+        """
+        if self.options.tolerance <= 0:
+            yield from self._sample(self.steps)
+            texture = self.encode(self.steps[0], self.precision)
+            yield 0.92
+            return texture, self.report(texture), ()
+        tolerance = self.options.tolerance
+        reports: dict[tuple[float, Precision], tuple[dict, float]] = {}
+        tried: list[tuple[float, Precision, float]] = []
+        for step, precision in encoding_candidates(self.steps):
+            yield from self._sample([step])
+            try:
+                texture = self.encode(step, precision)
+            except HybridSkinError:  # e.g. too tall at this step: not a candidate
+                tried.append((step, precision, float("inf")))
+                continue
+            reports[(step, precision)] = (self.report(texture), self.diagonal)
+            tried.append((step, precision, reports[(step, precision)][0]["overall"]["max"]))
+            if tried[-1][2] <= tolerance:
+                break
+        choice = pick_encoding(tolerance, tried)
+        yield 0.92
+        if (choice.step, choice.precision) not in reports:
+            raise HybridSkinError("No frame step and precision can encode this animation: bake fewer actions")
+        if not choice.met:
+            self.warnings.append(
+                f"No encoding meets the tolerance {tolerance:g}; using the most accurate "
+                f"(step {choice.step:g}, {choice.precision.value}: max error {choice.max_error:.4g})"
+            )
+        texture = self.encode(choice.step, choice.precision)
+        report, diagonal = reports[(choice.step, choice.precision)]
+        if diagonal != self.diagonal:
+            report = self.report(texture)
+        return texture, report, tuple((s, p.value, e) for s, p, e in choice.tried)
+
+    # -------------------------------------------------------------------------------- output
+    def _write(self, texture: AnimationTexture, report: dict, tried: tuple) -> BakeResult:
+        attributes = VERTEX_ATTRIBUTES if self.kind is Kind.VERTEX else BONE_ATTRIBUTES
+        ext = ".png" if texture.precision.normalized else ".exr"
+        image_path = os.path.join(self.directory, self.stem + ext)
+        json_path = os.path.join(self.directory, self.stem + ".json")
+        with self._phase("write"):
+            # Root motion (the first mesh's object matrix, not in the in-place texture) per clip.
+            root_motion = []
+            for ci, clip in enumerate(texture.clips):
+                world = self._stack(ci, clip.sample_frames(), "world")[:, 0]
+                try:
+                    root_motion.append(root_motion_track(world, cycle_end=self._cycle_end.get(ci)))
+                except ValueError as err:
+                    root_motion.append(None)
+                    self.warnings.append(f"Clip '{clip.name}': no root motion track written: {err}")
+            meta = build_metadata(
+                texture,
+                image=os.path.basename(image_path),
+                mesh_attributes=attributes,
+                error_report=report,
+                root_motion=root_motion,
+            )
+            write_files(
+                texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression
+            )
+        with self._phase("mesh_data"):
+            if self.options.write_mesh_data:
+                for part in self.parts:
+                    write_mesh_data(part, texture)
+        timings = {name: self.timings.get(name, 0.0) for name in PHASES}
+        result = BakeResult(image_path, json_path, texture, meta, report, tried, self.warnings, timings)
+        if self.target is not None:
+            store_summary(self.target, result)
+        return result
+
+
+def _enum(cls, value):
+    try:
+        return cls(getattr(value, "value", value))
+    except ValueError as err:
+        raise HybridSkinError(
+            f"Unknown {cls.__name__.lower()} '{value}': use one of {[m.value for m in cls]}"
+        ) from err
+
+
+def bake(
+    context: bpy.types.Context,
+    obj: bpy.types.Object | None,
+    options: BakeOptions,
+    action_names: Sequence[str] | None = None,
+) -> BakeResult:
+    """Bake synchronously (scripts, command line); raises :class:`HybridSkinError` on bad input."""
+    job = TextureBake(context, obj, options, action_names)
+    for _ in job.run():
+        pass
+    return job.result

@@ -1,0 +1,243 @@
+"""What an animation texture bake writes: the image, its JSON sidecar, mesh data and the UI summary.
+
+Owns: the output folder check, saving the pixels with Blender's image API (Non-Color, alpha as data,
+exact codes) and reading them back, the atomic write of image + sidecar (temporary names, read-back
+check, rename into place; a failure leaves nothing), the per-vertex attributes and UV map named in the
+sidecar's ``mesh_attributes``, and the last bake's summary stored on the baked object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import TYPE_CHECKING
+
+import bpy
+import numpy as np
+
+from .. import bridge
+from ..core.animtex import AnimationTexture, Kind, Precision
+from ..core.animtex.metadata import DEFAULT_MESH_ATTRIBUTES
+from .scene import MeshPart
+
+if TYPE_CHECKING:
+    from .bake import BakeResult
+
+HybridSkinError = bridge.HybridSkinError
+#: ID property (hidden: leading underscore) holding the last bake's summary for the UI.
+SUMMARY_PROPERTY = "_hybrid_skin_animtex"
+VERTEX_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("texel_index", "texel_uv")}
+BONE_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("bone_indices", "bone_weights")}
+
+
+def _not_writable(folder: str, err: OSError) -> HybridSkinError:
+    return HybridSkinError(f"Cannot write to '{folder}' ({err.strerror}): choose a writable folder")
+
+
+def check_directory(directory: str) -> str:
+    """The absolute output folder; raises unless it exists and a file can really be created in it."""
+    path = os.path.abspath(bpy.path.abspath(directory)) if directory else ""
+    if not directory or not os.path.isdir(path):
+        raise HybridSkinError(f"Output folder '{directory}' does not exist: choose an existing folder")
+    try:  # os.access is not enough (root, read-only mounts, network shares): really create a file
+        probe = os.path.join(path, f".hybrid_skin_probe_{uuid.uuid4().hex[:8]}")
+        with open(probe, "wb"):
+            pass
+        os.remove(probe)
+    except OSError as err:
+        raise _not_writable(path, err) from err
+    return path
+
+
+# ---------------------------------------------------------------------------------- image files
+#: PNG zlib effort in Blender's percent (``ImageFormatSettings.compression``). 0 stores the deflate
+#: blocks uncompressed: animation textures are near-random in their low bits, so zlib's fastest level
+#: (15) saves only ~18% of the file yet more than doubles the write time (8192x630 PNG16: 0.5 s → 1.15 s).
+#: Engines re-encode textures on import anyway; scripts wanting smaller files pass
+#: ``BakeOptions(png_compression=15)`` (or more; the gain beyond zlib's fastest level is tiny).
+PNG_COMPRESSION = 0
+#: OpenEXR codec (lossless). RLE rather than ZIP: animation textures are near-random in their low
+#: bits, so ZIP only saves the constant alpha channel's bytes, which RLE saves too. 100k vertices x 25
+#: frames (8192x630): EXR16 ZIP 22.9 MB, write 0.37 s + read-back 0.18 s; RLE 30.1 MB, 0.12 + 0.09 s.
+#: EXR32: ZIP 59.8 MB, 0.28 + 0.18 s; RLE 70.7 MB, 0.07 + 0.10 s.
+EXR_CODEC = "RLE"
+
+
+def _file_channels(texture: AnimationTexture) -> np.ndarray:
+    """Float channels to put in ``Image.pixels`` so that the file holds exactly the stored codes."""
+    channels = texture.channels()
+    if texture.precision is Precision.PNG16:
+        # Float buffers are premultiplied inside Blender and un-premultiplied when written to PNG;
+        # multiplying first makes the file hold the channels exactly (alpha 0 is left alone by Blender,
+        # alpha 1 changes nothing, so only the texels in between are touched). Found on the codes:
+        # ``code - 1`` wraps 0 round, so one comparison picks the codes 1..Q-1.
+        q = texture.precision.max_code
+        partial = np.flatnonzero(texture.pixels[..., 3].ravel() - np.uint16(1) < q - 1)
+        if partial.size:
+            flat = channels.reshape(-1, 4)
+            flat[partial, :3] *= flat[partial, 3:]
+    return channels
+
+
+def _save_image(texture: AnimationTexture, path: str, png_compression: int = PNG_COMPRESSION) -> None:
+    """Write the pixels with Blender's image API: Non-Color, alpha as data, exact codes.
+
+    The render settings of a temporary scene choose the depth (8/16-bit PNG, half/full float EXR)
+    and the compression; Non-Color data passes through ``save_render`` untouched by view transforms
+    (the read-back check in :func:`write_files` guards that).
+    """
+    height, width = texture.pixels.shape[:2]
+    precision = texture.precision
+    image = bpy.data.images.new(
+        ".hybrid_skin_animtex", width, height, alpha=True, float_buffer=precision is not Precision.PNG8
+    )
+    scene = None
+    try:
+        image.colorspace_settings.name = "Non-Color"
+        image.alpha_mode = "CHANNEL_PACKED"
+        image.pixels.foreach_set(_file_channels(texture).ravel())
+        scene = bpy.data.scenes.new(".hybrid_skin_animtex")
+        settings = scene.render.image_settings
+        settings.color_mode = "RGBA"
+        if precision.normalized:
+            settings.file_format = "PNG"
+            settings.color_depth = "8" if precision is Precision.PNG8 else "16"
+            settings.compression = png_compression
+        else:
+            settings.file_format = "OPEN_EXR"
+            settings.color_depth = "16" if precision is Precision.EXR16 else "32"
+            settings.exr_codec = EXR_CODEC
+        image.save_render(path, scene=scene)
+    except RuntimeError as err:
+        raise HybridSkinError(f"Blender could not write '{path}': {err}") from err
+    finally:
+        if scene is not None:
+            bpy.data.scenes.remove(scene)
+        bpy.data.images.remove(image)
+
+
+def read_image(path: str) -> np.ndarray:
+    """``(H, W, 4)`` float32 channels of a texture as Blender loads it (Non-Color, alpha as data)."""
+    image = bpy.data.images.load(path, check_existing=False)
+    try:
+        image.colorspace_settings.name = "Non-Color"
+        image.alpha_mode = "CHANNEL_PACKED"
+        width, height = image.size
+        buf = np.empty(width * height * 4, dtype=np.float32)
+        image.pixels.foreach_get(buf)
+    finally:
+        bpy.data.images.remove(image)
+    return buf.reshape(height, width, 4)
+
+
+def _codes_match(back: np.ndarray, texture: AnimationTexture) -> bool:
+    """Whether channels read back from the file are exactly the texture's stored codes."""
+    if back.shape != texture.pixels.shape:
+        return False
+    if texture.precision.normalized:  # code / Q is exact to far below half a code in float32
+        codes = back * np.float32(texture.precision.max_code)
+        np.rint(codes, out=codes)
+        return bool(np.array_equal(codes, texture.pixels))
+    # the stored floats widen exactly to float32 (2x faster than narrowing what was read to half)
+    return bool(np.array_equal(back, texture.pixels))
+
+
+def write_files(
+    texture: AnimationTexture,
+    image_path: str,
+    json_path: str,
+    json_text: str,
+    *,
+    png_compression: int = PNG_COMPRESSION,
+) -> None:
+    """Image and sidecar, atomically: temporary names in the folder, checked, then renamed into place."""
+    token = uuid.uuid4().hex[:8]
+    folder = os.path.dirname(image_path)
+    temps = [
+        os.path.join(folder, f".{os.path.basename(p)}.{token}.partial{os.path.splitext(p)[1]}")
+        for p in (image_path, json_path)
+    ]
+    try:
+        _save_image(texture, temps[0], png_compression)
+        if not _codes_match(read_image(temps[0]), texture):
+            raise HybridSkinError(
+                f"'{image_path}' did not read back with the values written ({texture.precision.value}, "
+                f"Blender {bpy.app.version_string}); nothing was saved: try another precision"
+            )
+        with open(temps[1], "w", encoding="utf-8") as fh:
+            fh.write(json_text)
+        os.replace(temps[0], image_path)
+        os.replace(temps[1], json_path)
+    except OSError as err:
+        raise _not_writable(folder, err) from err
+    finally:
+        for temp in temps:
+            if os.path.exists(temp):
+                os.remove(temp)
+
+
+# ------------------------------------------------------------------------------------ mesh data
+def _attribute(mesh: bpy.types.Mesh, name: str, data_type: str, field_name: str, values: np.ndarray) -> None:
+    attr = mesh.attributes.get(name)
+    if attr is not None and (attr.data_type != data_type or attr.domain != "POINT"):
+        mesh.attributes.remove(attr)
+        attr = None
+    if attr is None:
+        mesh.attributes.new(name, data_type, "POINT")
+    mesh.attributes[name].data.foreach_set(field_name, np.ascontiguousarray(values).ravel())
+
+
+def write_mesh_data(part: MeshPart, texture: AnimationTexture) -> None:
+    """Texel index + UV map (VERTEX), or palette indices + weights (bone kinds), per vertex."""
+    mesh = part.obj.data
+    if texture.kind is not Kind.VERTEX:
+        _attribute(
+            mesh,
+            BONE_ATTRIBUTES["bone_indices"],
+            "FLOAT_COLOR",
+            "color",
+            part.bone_indices.astype(np.float32),
+        )
+        _attribute(mesh, BONE_ATTRIBUTES["bone_weights"], "FLOAT_COLOR", "color", part.bone_weights)
+        return
+    items = np.arange(part.start, part.stop, dtype=np.int32)
+    _attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "value", items)
+    name = VERTEX_ATTRIBUTES["texel_uv"]
+    layer = mesh.uv_layers.get(name) or mesh.uv_layers.new(name=name, do_init=False)
+    if layer is None:
+        raise HybridSkinError(f"'{part.obj.name}' already has 8 UV maps: remove one for '{name}'")
+    corner_vertex = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", corner_vertex)
+    uv = texture.layout.item_uv()[part.start + corner_vertex]
+    mesh.uv_layers[name].uv.foreach_set("vector", np.ascontiguousarray(uv, dtype=np.float32).ravel())
+
+
+# ------------------------------------------------------------------------------------- summary
+def summary(result: BakeResult) -> dict:
+    """What the UI shows about the last bake (stored on the baked object)."""
+    tex, overall = result.texture, result.report["overall"]
+    return {
+        "kind": tex.kind.value,
+        "precision": tex.precision.value,
+        "frame_step": tex.clips[0].frame_step,
+        "clips": len(tex.clips),
+        "size": [tex.layout.width, tex.layout.height],
+        "image": result.image_path,
+        "json": result.json_path,
+        "max": overall["max"],
+        "mean": overall["mean"],
+        "max_percent": overall["max_percent"],
+        "mean_percent": overall["mean_percent"],
+        "warnings": result.warnings,
+        "seconds": {name: round(t, 4) for name, t in result.timings.items()},
+    }
+
+
+def store_summary(obj: bpy.types.Object, result: BakeResult) -> None:
+    obj[SUMMARY_PROPERTY] = json.dumps(summary(result))
+
+
+def last_summary(obj: bpy.types.Object | None) -> dict | None:
+    text = obj.get(SUMMARY_PROPERTY) if obj is not None else None
+    return json.loads(text) if isinstance(text, str) else None

@@ -1,0 +1,205 @@
+"""Error report of an animation texture bake: the texture decoded as the shaders do, against the truth.
+
+Owns: decoding a texture back to positions and normals per mesh (a few samples at a time, to bound
+memory; each ``VERTEX`` frame band once, see :func:`.core.animtex.decode.stream_vertex_frames`), the
+truth's bounding-box diagonal in scene units, the bound quantisation alone allows
+(:func:`encoding_bound`), and the sidecar's ``error_report`` over every stored and halfway frame
+(:func:`bake_report`). Frames stream through :class:`.core.animtex.report.ErrorAccumulator`: errors
+are the mesh-local differences mapped by each mesh's object matrix at the sampled frame (translation
+cancels), so no frame is ever moved to scene space as a whole. The numbers themselves come from
+:mod:`.core.animtex`; the samples from :mod:`.animtex_scene`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..core.animtex import (
+    AnimationTexture,
+    Kind,
+    decode_bone_frames,
+    decode_vertex_frames,
+    error_bound,
+    error_report,
+    mid_samples,
+)
+from ..core.animtex.decode import bone_frame_palette, squared_lengths, stream_vertex_frames
+from ..core.animtex.report import ErrorAccumulator, normal_angles, position_errors
+from ..core.skinning import SkinBinding, skin
+from .scene import FrameSample, MeshPart, clip_frames, frame_key
+
+#: Vertices x samples decoded at once for the error report (bounds the decoders' working memory).
+DECODE_CHUNK = 1 << 18
+
+Samples = dict[tuple[int, float], FrameSample]
+
+
+def scene_diagonal(parts: list[MeshPart], sampled: Samples) -> float:
+    """Bounding-box diagonal of every sampled frame's truth, in scene units."""
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    for sample in sampled.values():
+        for i, p in enumerate(parts):
+            points = sample.positions[p.start : p.stop]
+            m = sample.world[i]
+            if not np.array_equal(m, np.eye(4)):
+                points = points.astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+            # per column: numpy reduces an (N, 3) array along axis 0 ~20x slower
+            lo = np.minimum(lo, [points[:, k].min() for k in range(3)])
+            hi = np.maximum(hi, [points[:, k].max() for k in range(3)])
+    return float(np.linalg.norm(hi - lo))
+
+
+def _report_binding(part: MeshPart) -> SkinBinding:
+    return SkinBinding(
+        np.ascontiguousarray(part.bone_indices, dtype=np.int32),
+        np.ascontiguousarray(part.bone_weights, dtype=np.float32),
+        np.ones(len(part.base), np.float32),
+    )
+
+
+def decode(
+    texture: AnimationTexture, parts: list[MeshPart], clip: int, samples: np.ndarray, bone_factor: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (mesh-local) and normals ``(S, N, 3)`` float32 as playback shows them at ``samples``.
+
+    Bone kinds skin each decoded sample with :func:`.core.skinning.skin` on the palette of
+    :func:`.core.animtex.decode.bone_frame_palette`: the same hybrid formulas as the shader's
+    reference :func:`.core.animtex.decode.skin_with_bone_frames`, in float32 like the GPU.
+    """
+    samples = np.atleast_1d(np.asarray(samples, dtype=np.float64))
+    if texture.kind is Kind.VERTEX:
+        base = parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
+        return decode_vertex_frames(texture, base, clip, samples)
+    bindings = [_report_binding(p) for p in parts]
+    skinned = list(_skinned(texture, parts, bindings, clip, samples, bone_factor))
+    return np.stack([p for p, _ in skinned]), np.stack([n for _, n in skinned])
+
+
+def _skinned(
+    texture: AnimationTexture,
+    parts: list[MeshPart],
+    bindings: list[SkinBinding],
+    clip: int,
+    samples: np.ndarray,
+    bone_factor: float,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Positions and normals ``(N, 3)`` of all parts at each of ``samples`` of a bone texture (one
+    part: :func:`.core.skinning.skin`'s own float32 arrays, not copied)."""
+    frames = decode_bone_frames(texture, clip, samples)
+    for s in range(len(samples)):
+        palette = bone_frame_palette(frames, s)
+        got = [skin(p.base, b, palette, bone_factor, p.normals) for p, b in zip(parts, bindings)]
+        if len(got) == 1:
+            yield got[0]
+        else:
+            yield np.concatenate([p for p, _ in got]), np.concatenate([n for _, n in got])
+
+
+def encoding_bound(texture: AnimationTexture, parts: list[MeshPart], sampled: Samples) -> float:
+    """Largest position error quantisation alone causes at stored frames, in scene units.
+
+    VERTEX: the length of the per-axis bound. Bone kinds: first order in the bone errors,
+    ``max_v sum_k w_k (e_lin,k |p - c_k| + e_u,k)``, with ``e_lin`` the Frobenius bound of the
+    3x3 part (matrix entries, or ``8 e_q + e_s`` for unit quaternions and scale) and ``e_u``
+    the length of the translation bound.
+    """
+    eb = error_bound(
+        texture.value_min,
+        texture.value_max,
+        texture.decode_offset,
+        texture.decode_scale,
+        texture.precision,
+    )
+    scale = max(float(np.linalg.norm(s.world[:, :3, :3], 2, axis=(1, 2)).max()) for s in sampled.values())
+    # float32 skinning and decoding round a few times at the size of the coordinates
+    arithmetic = 2.0**-20 * max(float(np.abs(s.positions).max()) for s in sampled.values()) * scale
+    if texture.kind is Kind.VERTEX:
+        return float(np.linalg.norm(eb[0, 0, :3])) * scale + arithmetic
+    if texture.kind is Kind.BONE_MATRIX:
+        e_lin, e_u = np.linalg.norm(eb[:, :, :3], axis=(1, 2)), np.linalg.norm(eb[:, :, 3], axis=1)
+    else:
+        e_lin = 8.0 * eb[:, 0].max(axis=1) + eb[:, 1, 3]
+        e_u = np.linalg.norm(eb[:, 1, :3], axis=1)
+    worst = 0.0
+    for p in parts:
+        dist = np.sqrt(squared_lengths(p.base[:, None, :] - texture.bone_pivots[p.bone_indices]))
+        per_vertex = (p.bone_weights * (e_lin[p.bone_indices] * dist + e_u[p.bone_indices])).sum(axis=1)
+        worst = max(worst, float(per_vertex.max()))
+    return worst * scale + arithmetic
+
+
+def _vertex_samples(
+    texture: AnimationTexture, parts: list[MeshPart], clip: int
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
+    """``(name, index, positions, normals)`` of a ``VERTEX`` texture at every stored frame and every
+    halfway sample, interleaved so that each frame band is decoded once (the values :func:`decode`
+    gives)."""
+    c = texture.clips[clip]
+    base = parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
+    names = {"frame": "frames", "sample": "mid_frames"}
+    for kind, j, positions, normals in stream_vertex_frames(
+        texture, base, clip, mid_samples(c.frame_count, c.loop)
+    ):
+        yield names[kind], j, positions, normals
+
+
+def _bone_samples(
+    texture: AnimationTexture, parts: list[MeshPart], clip: int, bone_factor: float
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
+    """``(name, index, positions, normals)`` of a bone texture at every stored frame, then every
+    halfway sample, a few palettes decoded at a time."""
+    c = texture.clips[clip]
+    step = max(1, DECODE_CHUNK // sum(len(p.base) for p in parts))
+    bindings = [_report_binding(p) for p in parts]
+    for name, samples in (
+        ("frames", np.arange(c.frame_count, dtype=np.float64)),
+        ("mid_frames", mid_samples(c.frame_count, c.loop)),
+    ):
+        for at in range(0, len(samples), step):
+            chunk = samples[at : at + step]
+            for j, (positions, normals) in enumerate(
+                _skinned(texture, parts, bindings, clip, chunk, bone_factor)
+            ):
+                yield name, at + j, positions, normals
+
+
+def bake_report(
+    texture: AnimationTexture,
+    parts: list[MeshPart],
+    sampled: Samples,
+    *,
+    diagonal: float,
+    bone_factor: float,
+) -> dict:
+    """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip.
+
+    Samples may come in any order (``VERTEX`` interleaves stored and halfway ones); each accumulator
+    still adds its batches in frame order, stored frames before halfway ones, so the sums are the same.
+    """
+    clips = []
+    for ci, clip in enumerate(texture.clips):
+        frames = dict(zip(("frames", "mid_frames"), clip_frames(clip)))
+        errors = {name: ErrorAccumulator() for name in frames}
+        angles = {name: ErrorAccumulator(keep_batches=True) for name in frames}
+        if texture.kind is Kind.VERTEX:
+            decoded = _vertex_samples(texture, parts, ci)
+        else:
+            decoded = _bone_samples(texture, parts, ci, bone_factor)
+        for name, j, got_p, got_n in decoded:
+            truth = sampled[(ci, frame_key(frames[name][j]))]
+            for i, p in enumerate(parts):
+                part = slice(p.start, p.stop)
+                linear = truth.world[i, :3, :3]
+                errors[name].add(position_errors(truth.positions[part], got_p[part], linear))
+            angles[name].add(normal_angles(truth.normals, got_n))
+        clips.append(
+            {
+                "name": clip.name,
+                "frames": errors["frames"].stats(diagonal),
+                "mid_frames": errors["mid_frames"].stats(diagonal) if len(frames["mid_frames"]) else None,
+                "normal_angle_deg": ErrorAccumulator.chain(angles["frames"], angles["mid_frames"]).stats(),
+            }
+        )
+    return error_report(clips, diagonal=diagonal, encoding_bound=encoding_bound(texture, parts, sampled))

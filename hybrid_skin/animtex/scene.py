@@ -1,0 +1,282 @@
+"""What an animation texture bake reads from the scene, and the scene state it changes and puts back.
+
+Owns: finding the target (an armature and the meshes it deforms, or one skinned mesh), each mesh's data
+at bake start (:class:`MeshPart`), the actions to bake and their clips and sampled frames, the samples
+taken at those frames (:class:`FrameSample`, keyed by :func:`frame_key`), and :class:`AnimationState`,
+which plays one action at a time on the armature (NLA off, rest pose first), hides the baked meshes'
+deformation while sampling, and restores the action, slot, NLA settings, pose, the armature object's
+transform (an action may key it: root motion), modifier visibility and the scene frame afterwards.
+The baker (:mod:`.animtex_bake`) orchestrates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from .. import bridge
+from ..core.animtex import Clip, mid_samples
+from ..skin import display as state
+
+HybridSkinError = bridge.HybridSkinError
+
+#: Pose channels and their rest values: each clip starts from the rest pose, so channels an action
+#: does not key hold their rest value (as in an engine) instead of whatever the last action left.
+POSE_CHANNELS = {
+    "location": (0.0, 0.0, 0.0),
+    "rotation_quaternion": (1.0, 0.0, 0.0, 0.0),
+    "rotation_euler": (0.0, 0.0, 0.0),
+    "rotation_axis_angle": (0.0, 0.0, 1.0, 0.0),
+    "scale": (1.0, 1.0, 1.0),
+}
+
+#: Object transform channels of the armature an action may key (root motion), saved and put back.
+OBJECT_CHANNELS = (
+    "location",
+    "rotation_euler",
+    "rotation_quaternion",
+    "rotation_axis_angle",
+    "scale",
+    "delta_location",
+    "delta_rotation_euler",
+    "delta_rotation_quaternion",
+    "delta_scale",
+)
+
+
+@dataclass
+class MeshPart:
+    """One baked mesh: its data at bake start and its slice of the texture's items."""
+
+    obj: bpy.types.Object
+    modifier: str
+    groups: tuple[str, ...]
+    base: np.ndarray  # (N, 3) the mesh's own vertex coordinates
+    normals: np.ndarray  # (N, 3) its vertex normals
+    start: int  # first item of this mesh in a VERTEX texture
+    bone_indices: np.ndarray | None = None  # (N, 4) palette indices (bone kinds)
+    bone_weights: np.ndarray | None = None  # (N, 4)
+
+    @property
+    def stop(self) -> int:
+        return self.start + len(self.base)
+
+
+@dataclass
+class FrameSample:
+    """The truth at one sampled frame of one clip."""
+
+    positions: np.ndarray  # (N_total, 3) truth, mesh-local, all parts concatenated
+    normals: np.ndarray
+    matrices: np.ndarray | None  # (B, 4, 4) palette skinning matrices in mesh space (bone kinds)
+    world: np.ndarray  # (P, 4, 4) each part's object matrix at this frame: errors are in scene units
+
+
+def bulk_read(collection, attr: str, count: int, width: int) -> np.ndarray:
+    buf = np.empty(count * width, dtype=np.float32)
+    collection.foreach_get(attr, buf)
+    return buf.reshape(count, width)
+
+
+def object_settings(obj: bpy.types.Object):
+    """The object's Hybrid Skin settings, or ``None`` where the add-on's properties are not registered."""
+    return getattr(obj, "hybrid_skin", None)
+
+
+def _modifier_name(settings) -> str:
+    return settings.modifier_name if settings is not None else ""
+
+
+def _uses(obj: bpy.types.Object, arm: bpy.types.Object) -> bool:
+    return obj.type == "MESH" and any(
+        m.type == "ARMATURE" and m.object == arm and m.name != state.DQS_MODIFIER for m in obj.modifiers
+    )
+
+
+def find_target(obj: bpy.types.Object | None, scene: bpy.types.Scene) -> tuple[bpy.types.Object, list]:
+    """``(armature, meshes)`` for the active object: an armature and the meshes it deforms, or a mesh."""
+    if obj is not None and obj.type == "ARMATURE":
+        meshes = sorted((o for o in scene.objects if _uses(o, obj)), key=lambda o: o.name)
+        if not meshes:
+            raise HybridSkinError(
+                f"Armature '{obj.name}' deforms no mesh in this scene: "
+                "parent a mesh to it with an Armature modifier"
+            )
+        return obj, meshes
+    if obj is None or obj.type != "MESH":
+        raise HybridSkinError("Select an armature or a skinned mesh to bake animation textures")
+    mod = bridge.armature_modifier(obj, _modifier_name(object_settings(obj)))
+    return bridge.validate(obj, mod), [obj]
+
+
+def mesh_parts(meshes: list[bpy.types.Object], *, single_user: bool) -> list[MeshPart]:
+    """Each mesh's coordinates, normals, modifier and mask group, validated; with ``single_user``
+    (mesh data will be written) no two objects may share mesh data."""
+    parts, start, data = [], 0, {}
+    for obj in meshes:
+        if single_user and obj.data in data:
+            raise HybridSkinError(
+                f"'{obj.name}' and '{data[obj.data]}' share mesh data '{obj.data.name}': make it "
+                "single-user (Object ▸ Relations ▸ Make Single User) so each gets its own texel data"
+            )
+        data[obj.data] = obj.name
+        settings = object_settings(obj)
+        modifier = _modifier_name(settings)
+        bridge.validate(obj, bridge.armature_modifier(obj, modifier))
+        vertex_group = settings is not None and settings.factor_mode == "VERTEX_GROUP"
+        groups = (settings.factor_vertex_group,) if vertex_group else ()
+        n = len(obj.data.vertices)
+        base = bulk_read(obj.data.vertices, "co", n, 3)
+        normals = bulk_read(obj.data.vertex_normals, "vector", n, 3)
+        parts.append(MeshPart(obj, modifier, groups, base, normals, start))
+        start += n
+    return parts
+
+
+# -------------------------------------------------------------------------------------- actions
+def _action_data_paths(action: bpy.types.Action) -> Iterator[str]:
+    layers = getattr(action, "layers", None)
+    if layers:  # slotted actions (Blender >= 4.4)
+        for layer in layers:
+            for strip in layer.strips:
+                for bag in strip.channelbags:
+                    yield from (fc.data_path for fc in bag.fcurves)
+    else:
+        yield from (fc.data_path for fc in getattr(action, "fcurves", ()))
+
+
+def compatible_actions(arm: bpy.types.Object) -> list[bpy.types.Action]:
+    """Actions that animate at least one pose bone of ``arm``, by name."""
+    prefixes = tuple(f'pose.bones["{b.name}"]' for b in arm.pose.bones)
+    return [a for a in bpy.data.actions if any(p.startswith(prefixes) for p in _action_data_paths(a))]
+
+
+def resolve_actions(arm: bpy.types.Object, names: Sequence[str] | None) -> list[bpy.types.Action]:
+    """The named actions, or the armature's active action when ``names`` is empty."""
+    if names:
+        missing = [n for n in names if n not in bpy.data.actions]
+        if missing:
+            raise HybridSkinError(f"No action named {missing}: check the names (they are case-sensitive)")
+        return [bpy.data.actions[n] for n in dict.fromkeys(names)]
+    anim = arm.animation_data
+    if anim is None or anim.action is None:
+        raise HybridSkinError(
+            f"Armature '{arm.name}' has no active action: pick one in the Dope Sheet ▸ Action editor "
+            "or list the actions to bake"
+        )
+    return [anim.action]
+
+
+# ------------------------------------------------------------------------------- clips, frames
+def clip_for(action: bpy.types.Action, fps: float, step: float) -> Clip:
+    start, end = (float(x) for x in action.frame_range)
+    loop = bool(action.use_frame_range and action.use_cyclic)
+    return Clip(action.name, start, end, fps=fps, loop=loop, frame_step=float(step))
+
+
+def frame_key(frame: float) -> float:
+    """The scene frame as a sample key: steps that land on the same frame share one sample."""
+    return round(float(frame), 6)
+
+
+def clip_frames(clip: Clip) -> tuple[np.ndarray, np.ndarray]:
+    """Scene frames of the stored samples and of the halfway samples of ``clip``."""
+    mids = clip.frame_start + clip.frame_step * mid_samples(clip.frame_count, clip.loop)
+    return clip.sample_frames(), mids
+
+
+def stack_samples(
+    samples: dict[tuple[int, float], FrameSample], clip_index: int, frames: np.ndarray, what: str
+) -> np.ndarray:
+    """One field of the samples of clip ``clip_index`` at scene ``frames``, stacked on a new first axis."""
+    return np.stack([getattr(samples[(clip_index, frame_key(f))], what) for f in frames])
+
+
+# ---------------------------------------------------------------------------- animation state
+class AnimationState:
+    """The armature's animation settings, pose channels and the scene frame, put back by :meth:`restore`."""
+
+    def __init__(self, scene: bpy.types.Scene, arm: bpy.types.Object):
+        self.scene, self.arm = scene, arm
+        self.frame = (scene.frame_current, scene.frame_subframe)
+        anim = arm.animation_data
+        if anim is not None and anim.use_tweak_mode:
+            raise HybridSkinError(f"'{arm.name}' is in NLA tweak mode: leave tweak mode before baking")
+        self.had_anim = anim is not None
+        keys = (
+            "action",
+            "action_slot",
+            "use_nla",
+            "action_influence",
+            "action_blend_type",
+            "action_extrapolation",
+        )
+        self.saved = {k: getattr(anim, k) for k in keys if anim is not None and hasattr(anim, k)}
+        bones = arm.pose.bones
+        self.pose = {k: bulk_read(bones, k, len(bones), len(v)) for k, v in POSE_CHANNELS.items()}
+        # An action may key the armature object itself (root motion): each clip starts from, and the
+        # bake ends with, the user's own object transform.
+        self.transform = {k: tuple(getattr(arm, k)) for k in OBJECT_CHANNELS}
+        self.hidden: list[bpy.types.Modifier] = []
+        self.restored = False
+
+    def hide_deformation(self, meshes: Sequence[tuple[bpy.types.Object, str]]) -> None:
+        """Hide each ``(mesh, armature modifier name)``'s Armature modifier and every modifier after it.
+
+        The truth is the add-on's own skinning of the modifier's input, so Blender deforming the mesh
+        again at every sampled frame is wasted work (as much as the sampling itself on a dense mesh);
+        the pose, the object matrices and any input the skinning reads (shape keys, modifiers above)
+        still evaluate. :meth:`restore` shows them again.
+        """
+        for obj, name in meshes:
+            stack = list(obj.modifiers)
+            for mod in stack[stack.index(bridge.armature_modifier(obj, name)) :]:
+                if mod.show_viewport:
+                    mod.show_viewport = False
+                    self.hidden.append(mod)
+
+    def _set_transform(self) -> None:
+        for key, value in self.transform.items():
+            setattr(self.arm, key, value)
+
+    def _set_pose(self, values: dict[str, np.ndarray]) -> None:
+        for key, value in values.items():
+            self.arm.pose.bones.foreach_set(key, np.ascontiguousarray(value, dtype=np.float32).ravel())
+
+    def play(self, action: bpy.types.Action) -> None:
+        anim = self.arm.animation_data or self.arm.animation_data_create()
+        anim.use_nla = False
+        anim.action_influence, anim.action_blend_type, anim.action_extrapolation = 1.0, "REPLACE", "HOLD"
+        anim.action = action
+        count = len(self.arm.pose.bones)
+        self._set_pose({k: np.tile(v, (count, 1)) for k, v in POSE_CHANNELS.items()})
+        self._set_transform()
+        if getattr(anim, "action_slot", True) is None:  # Blender >= 4.4: pick the object slot
+            slot = next((s for s in action.slots if s.target_id_type in {"OBJECT", "UNSPECIFIED"}), None)
+            if slot is not None:
+                anim.action_slot = slot
+
+    def set_frame(self, frame: float) -> None:
+        whole = int(np.floor(frame))
+        self.scene.frame_set(whole, subframe=float(frame - whole))
+
+    def restore(self) -> None:
+        if self.restored:
+            return
+        self.restored = True
+        anim = self.arm.animation_data
+        if not self.had_anim:
+            if anim is not None:
+                self.arm.animation_data_clear()
+        elif anim is not None:
+            for key, value in self.saved.items():
+                if key != "action_slot" or value is not None:
+                    setattr(anim, key, value)
+        self._set_pose(self.pose)
+        self._set_transform()
+        for mod in self.hidden:
+            mod.show_viewport = True
+        self.scene.frame_set(self.frame[0], subframe=self.frame[1])

@@ -1,0 +1,145 @@
+"""Bake operators: shape keys / point cache, and clear. Undoable; progress and Esc in the UI."""
+
+from __future__ import annotations
+
+import time
+
+import bpy
+from bpy.props import EnumProperty, IntProperty, StringProperty
+
+from .. import bridge
+from ..progress import ModalProgress
+from . import baker as bake
+
+TARGET_ITEMS = [
+    ("SHAPE_KEYS", "Shape Key per Frame", "One keyed shape key per baked frame (glTF morph targets)"),
+    ("CURRENT", "Current Frame", "One shape key with the current frame's hybrid (apply as shape key)"),
+    ("PC2", "PC2 Point Cache", "A .pc2 file played by a Mesh Cache modifier (light for long clips)"),
+    ("MDD", "MDD Point Cache", "An .mdd file played by a Mesh Cache modifier"),
+]
+
+
+class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
+    """Bake the hybrid deformation so renders and exporters see it (shape keys or a point cache)"""
+
+    bl_idname = "hybrid_skin.bake_shape_keys"
+    bl_label = "Bake Hybrid Skin"
+    bl_options = {"REGISTER", "UNDO"}
+
+    target: EnumProperty(name="Target", items=TARGET_ITEMS, default="SHAPE_KEYS")
+    frame_start: IntProperty(name="Start", description="First frame (-1: the scene's)", default=-1)
+    frame_end: IntProperty(name="End", description="Last frame (-1: the scene's)", default=-1)
+    frame_step: IntProperty(name="Step", description="Bake every Nth frame", default=1)
+    filepath: StringProperty(name="Cache File", subtype="FILE_PATH", default="")
+
+    _baker: bake.Baker | None = None
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == "MESH" and context.mode == "OBJECT"
+
+    def _make_baker(self, context) -> bake.Baker:
+        scene = context.scene
+        if self.target == "CURRENT":
+            frames = [scene.frame_current]
+        else:
+            start = scene.frame_start if self.frame_start < 0 else self.frame_start
+            end = scene.frame_end if self.frame_end < 0 else self.frame_end
+            frames = bake.frames_of(start, end, self.frame_step)
+        return bake.Baker(
+            context, context.active_object, self.target, frames, bpy.path.abspath(self.filepath)
+        )
+
+    def execute(self, context):
+        try:
+            baker = self._make_baker(context)
+        except bridge.HybridSkinError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        baker.start()
+        wm.progress_begin(0, 100)
+        try:
+            while not baker.step():
+                wm.progress_update(int(baker.progress * 100))
+            baker.finish()
+        except BaseException:
+            baker.cancel()
+            raise
+        finally:
+            wm.progress_end()
+        self.report({"INFO"}, f"Baked {len(baker.frames)} frame(s) of '{baker.obj.name}' ({self.target})")
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if self.target in ("PC2", "MDD") and not self.filepath:
+            self.filepath = f"//{context.active_object.name}.{self.target.lower()}"
+            context.window_manager.fileselect_add(self)  # execute() runs after the file is chosen
+            return {"RUNNING_MODAL"}
+        try:
+            self._baker = self._make_baker(context)
+        except bridge.HybridSkinError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self._baker.start()
+        return self.begin_modal(context)
+
+    def modal(self, context, event):
+        baker = self._baker
+        if event.type == "ESC":
+            baker.cancel()
+            self._end(context)
+            self.report({"WARNING"}, "Bake cancelled: nothing was changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}
+        deadline = time.perf_counter() + 0.1  # stay responsive: bake for ~100 ms per tick
+        done = False
+        try:
+            while not done and time.perf_counter() < deadline:
+                done = baker.step()
+        except BaseException:
+            baker.cancel()  # a bug: put the scene back and remove the timer and progress bar
+            self._end(context)
+            raise
+        self.show_progress(
+            context, baker.progress, f"Hybrid Skin: baking {baker.index}/{len(baker.frames)} (Esc to cancel)"
+        )
+        if not done:
+            return {"RUNNING_MODAL"}
+        baker.finish()
+        self._end(context)
+        self.report({"INFO"}, f"Baked {len(baker.frames)} frame(s) of '{baker.obj.name}'")
+        return {"FINISHED"}
+
+
+class HYBRIDSKIN_OT_clear_bake(bpy.types.Operator):
+    """Remove the baked shape keys or point cache and restore the modifier setup exactly"""
+
+    bl_idname = "hybrid_skin.clear_bake"
+    bl_label = "Clear Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == "MESH" and bake.is_baked(obj)
+
+    def execute(self, context):
+        bake.clear(context.active_object)
+        self.report({"INFO"}, "Cleared the Hybrid Skin bake")
+        return {"FINISHED"}
+
+
+classes = (HYBRIDSKIN_OT_bake_shape_keys, HYBRIDSKIN_OT_clear_bake)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister() -> None:
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

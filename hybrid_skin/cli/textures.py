@@ -1,0 +1,129 @@
+"""``python -m hybrid_skin bake-textures``: bake animation textures from a .blend file, headless.
+
+Example::
+
+    python -m hybrid_skin bake-textures crowd.blend --object Armature --all-actions \\
+        --kind BONE_DQ --precision PNG16 --output textures/
+
+Writes ``<output>/<name>.png|.exr`` and ``<name>.json`` (see :mod:`hybrid_skin.animtex_bake`) and prints
+the error report. Exit code 0 on success; 1 with an ``error:`` line on stderr when the scene or the
+output cannot be baked (no armature, unknown action, unwritable folder, ...); 2 for a missing file.
+The .blend is left unchanged unless ``--save`` asks to store the per-vertex texel data in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+KINDS = ("VERTEX", "BONE_MATRIX", "BONE_DQ")
+PRECISIONS = ("PNG8", "PNG16", "EXR16", "EXR32")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("blend", type=Path, help=".blend file to open")
+    parser.add_argument(
+        "--object", required=True, help="armature (bakes the meshes it deforms) or skinned mesh"
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--actions", nargs="+", metavar="ACTION", help="actions to bake as clips (default: active)"
+    )
+    which.add_argument("--all-actions", action="store_true", help="every action that animates the armature")
+    parser.add_argument("--output", type=Path, required=True, help="output folder (created if missing)")
+    parser.add_argument("--kind", choices=KINDS, default="VERTEX")
+    parser.add_argument("--precision", choices=PRECISIONS, default="PNG16")
+    parser.add_argument(
+        "--frame-step",
+        type=float,
+        default=1.0,
+        help="scene frames between stored samples (0.5: twice per frame)",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="max error in scene units; > 0 picks frame step and precision automatically",
+    )
+    parser.add_argument("--max-width", type=int, default=8192, help="texture width limit (up to 16384)")
+    parser.add_argument("--power-of-two", action="store_true", help="pad both sides to powers of two")
+    parser.add_argument(
+        "--no-embed", action="store_true", help="no metadata block in the texture's first rows"
+    )
+    parser.add_argument("--name", default="", help="file name without extension (default: object_kind)")
+    parser.add_argument("--save", action="store_true", help="save the .blend with the per-vertex texel data")
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.blend.is_file():
+        return _fail(f"no such .blend file: {args.blend}", 2)
+    try:
+        args.output.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return _fail(f"cannot create the output folder '{args.output}': {err.strerror}")
+    import bpy
+
+    from ..animtex import bake as animtex_bake
+    from ..bridge import HybridSkinError
+    from ..skin import properties
+
+    own_properties = not hasattr(bpy.types.Object, "hybrid_skin")
+    if own_properties:  # read the objects' saved Hybrid Skin settings (deform factor, modes)
+        properties.register()
+    try:
+        bpy.ops.wm.open_mainfile(filepath=str(args.blend.resolve()), load_ui=False)
+        obj = bpy.data.objects.get(args.object)
+        if obj is None:
+            return _fail(f"no object '{args.object}' in {args.blend.name}")
+        names = args.actions
+        if args.all_actions:
+            arm, _meshes = animtex_bake.find_target(obj, bpy.context.scene)
+            names = [a.name for a in animtex_bake.compatible_actions(arm)]
+            if not names:
+                return _fail(f"no action animates the bones of '{arm.name}'")
+        options = animtex_bake.BakeOptions(
+            directory=str(args.output.resolve()),
+            kind=args.kind,
+            precision=args.precision,
+            frame_step=args.frame_step,
+            tolerance=args.tolerance,
+            max_width=args.max_width,
+            power_of_two=args.power_of_two,
+            embed_metadata=not args.no_embed,
+            write_mesh_data=args.save,
+            name=args.name,
+        )
+        result = animtex_bake.bake(bpy.context, obj, options, names)
+        if args.save:
+            bpy.ops.wm.save_mainfile()
+    except HybridSkinError as err:
+        return _fail(str(err))
+    finally:
+        if own_properties:
+            properties.unregister()
+    print_result(result)
+    return 0
+
+
+def print_result(result) -> None:
+    tex, report = result.texture, result.report
+    print(
+        f"{tex.kind.value} {tex.precision.value}: {tex.layout.width}x{tex.layout.height}, "
+        f"{len(tex.clips)} clip(s), frame step {tex.clips[0].frame_step:g}"
+    )
+    print(f"  {result.image_path}\n  {result.json_path}")
+    for name in ("frames", "mid_frames", "overall"):
+        stats = report[name]
+        if stats is not None:
+            print(
+                f"  {name:<10} max {stats['max']:.4g} ({stats['max_percent']:.3g}%)  "
+                f"mean {stats['mean']:.4g} ({stats['mean_percent']:.3g}%)"
+            )
+    for warning in result.warnings:
+        print(f"  warning: {warning}")

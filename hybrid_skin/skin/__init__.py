@@ -1,0 +1,1 @@
+"""The live feature: per-object settings, the bind, what Add/Remove change on the object, the viewport."""

@@ -1,0 +1,158 @@
+"""What Hybrid Skin changes on a user's object, and how it puts everything back exactly.
+
+* GPU display: the Armature modifier (and every modifier after it, which would otherwise deform the
+  undeformed mesh) is hidden in the viewport, and the object is shown as bounds, so Blender does not
+  draw the mesh under the add-on's own drawing. Renders (``show_render``) are untouched.
+* Evaluated display: Blender's own stack computes the hybrid exactly — the user's Armature modifier as
+  LBS, followed by a Preserve Volume Armature modifier with Multi Modifier whose vertex group holds
+  the per-vertex factor (Blender mixes ``(1-f)·LBS + f·DQS``). Renders and exporters see it.
+
+The original values are stored as JSON in ``Object.hybrid_skin.saved_state`` (so they survive save,
+reload and undo) and restored by :func:`restore`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import bpy
+import numpy as np
+
+from . import native
+
+FACTOR_GROUP = "HybridSkin Factor"
+DQS_MODIFIER = "HybridSkin DQS"
+
+#: Called after settings change, so the viewport can refresh (set by the viewport module).
+listeners: list = []
+
+
+def _armature_modifier(obj: bpy.types.Object) -> bpy.types.Modifier | None:
+    name = obj.hybrid_skin.modifier_name
+    for m in obj.modifiers:
+        if m.type == "ARMATURE" and (m.name == name or not name) and m.name != DQS_MODIFIER:
+            return m
+    return None
+
+
+def is_applied(obj: bpy.types.Object) -> bool:
+    return bool(obj.hybrid_skin.saved_state)
+
+
+def restore(obj: bpy.types.Object) -> None:
+    """Undo every change :func:`apply` made; the stack and settings come back exactly."""
+    settings = obj.hybrid_skin
+    if not settings.saved_state:
+        return
+    saved = json.loads(settings.saved_state)
+    extra = obj.modifiers.get(DQS_MODIFIER)
+    if extra is not None and saved.get("added_modifier"):
+        obj.modifiers.remove(extra)
+    group = obj.vertex_groups.get(FACTOR_GROUP)
+    if group is not None and saved.get("added_group"):
+        obj.vertex_groups.remove(group)
+    for name, shown in saved.get("show_viewport", {}).items():
+        mod = obj.modifiers.get(name)
+        if mod is not None:
+            mod.show_viewport = shown
+    mod = obj.modifiers.get(saved.get("armature_modifier", ""))
+    if mod is not None and "preserve_volume" in saved:
+        mod.use_deform_preserve_volume = saved["preserve_volume"]
+    obj.display_type = saved["display_type"]
+    if len(obj.vertex_groups) > saved["active_group"] >= 0:
+        obj.vertex_groups.active_index = saved["active_group"]
+    settings.saved_state = ""
+
+
+def apply(obj: bpy.types.Object) -> None:
+    """Make the object's own display match its settings (restoring first, so this is idempotent)."""
+    restore(obj)
+    settings = obj.hybrid_skin
+    mod = _armature_modifier(obj)
+    if not settings.enabled or mod is None or settings.bake_state:
+        return  # a bake shows the result through its own shape keys or cache
+    saved: dict = {
+        "armature_modifier": mod.name,
+        "display_type": obj.display_type,
+        "active_group": obj.vertex_groups.active_index,
+    }
+    stack = list(obj.modifiers)
+    if settings.display == "GPU":
+        tail = stack[stack.index(mod) :]
+        saved["show_viewport"] = {m.name: m.show_viewport for m in tail}
+        for m in tail:
+            m.show_viewport = False
+        obj.display_type = "BOUNDS"
+    else:
+        saved["preserve_volume"] = mod.use_deform_preserve_volume
+        saved["added_group"] = obj.vertex_groups.get(FACTOR_GROUP) is None
+        saved["added_modifier"] = obj.modifiers.get(DQS_MODIFIER) is None
+        mod.use_deform_preserve_volume = False
+        group = obj.vertex_groups.get(FACTOR_GROUP) or obj.vertex_groups.new(name=FACTOR_GROUP)
+        extra = native.add_mix_modifier(obj, mod, DQS_MODIFIER, group.name)
+        extra.show_viewport = mod.show_viewport
+        extra.show_render = mod.show_render
+    settings.saved_state = json.dumps(saved)
+    if settings.display == "CPU":
+        write_factor_group(obj, None)
+
+
+#: AUTO factors written to the Evaluated display's group are rounded to this step (one bulk call per value).
+AUTO_STEP = 1.0 / 1024.0
+
+
+def write_factor_group(obj: bpy.types.Object, factors: np.ndarray | None) -> None:
+    """Store per-vertex factors in the Evaluated display's vertex group (Blender mixes by its weight)."""
+    group = obj.vertex_groups.get(FACTOR_GROUP)
+    if group is None:
+        return
+    n = len(obj.data.vertices)
+    if factors is None:
+        factors = _static_factors(obj)
+    if isinstance(factors, str):  # AUTO: from the current pose
+        factors = np.round(_auto_factors(obj) / AUTO_STEP) * AUTO_STEP
+    values = np.broadcast_to(np.asarray(factors, dtype=np.float32), (n,))
+    everything = list(range(n))
+    group.add(everything, 0.0, "REPLACE")
+    for value in np.unique(values):
+        if value != 0.0:
+            group.add(np.flatnonzero(values == value).tolist(), float(value), "REPLACE")
+
+
+def _auto_factors(obj: bpy.types.Object) -> np.ndarray:
+    from .bind import cached_rig  # noqa: PLC0415  (avoid an import cycle at module load)
+
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    rig = cached_rig(obj, depsgraph, obj.hybrid_skin.modifier_name)
+    arm_eval = bpy.data.objects[rig.armature_name].evaluated_get(depsgraph)
+    return rig.auto_factors(rig.deform_matrices(arm_eval))
+
+
+def _static_factors(obj: bpy.types.Object) -> np.ndarray | float | str:
+    settings = obj.hybrid_skin
+    if settings.factor_mode == "AUTO":
+        return "AUTO"
+    if settings.factor_mode == "VERTEX_GROUP":
+        source = obj.vertex_groups.get(settings.factor_vertex_group)
+        if source is not None:
+            from .bind import cached_rig  # noqa: PLC0415  (avoid an import cycle at module load)
+
+            rig = cached_rig(
+                obj, bpy.context.evaluated_depsgraph_get(), settings.modifier_name, (source.name,)
+            )
+            return settings.deform_factor * rig.group_weights[source.index]
+    return float(settings.deform_factor)
+
+
+def settings_changed(obj: bpy.types.Object) -> None:
+    """Property update: re-apply the display state when it changed; refresh factors."""
+    settings = obj.hybrid_skin
+    saved = json.loads(settings.saved_state) if settings.saved_state else None
+    mode = None if saved is None else ("CPU" if "added_modifier" in saved else "GPU")
+    wanted = settings.display if settings.enabled and not settings.bake_state else None
+    if mode != wanted:
+        apply(obj)
+    elif wanted == "CPU":
+        write_factor_group(obj, None)
+    for listener in listeners:
+        listener(obj)

@@ -1,0 +1,121 @@
+"""Application handlers: re-arm on file load, keep saved files clean, drop caches on undo.
+
+Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and
+re-applied in ``save_post``), so a file opened without the add-on looks exactly as before Hybrid Skin.
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.app.handlers import persistent
+
+from ..core import skinning
+from . import bind as rig
+from . import display as state
+from . import operators, viewport
+
+
+def enabled_objects() -> list[bpy.types.Object]:
+    return [o for o in bpy.data.objects if o.type == "MESH" and o.library is None and o.hybrid_skin.enabled]
+
+
+def reapply_all() -> None:
+    for obj in enabled_objects():
+        state.apply(obj)
+
+
+def restore_all() -> None:
+    for obj in enabled_objects():
+        state.restore(obj)
+
+
+@persistent
+def on_load_post(*_args) -> None:
+    rig.forget_all()
+    viewport.forget()
+    reapply_all()
+
+
+@persistent
+def on_save_pre(*_args) -> None:
+    restore_all()
+
+
+@persistent
+def on_save_post(*_args) -> None:
+    reapply_all()
+
+
+@persistent
+def on_undo_redo(*_args) -> None:
+    rig.forget_all()
+    viewport.forget()
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph) -> None:
+    viewport.bump()  # a counter: cached GPU state re-checks itself at the next draw
+    if bpy.app.background:
+        return
+    edited = {
+        u.id.session_uid
+        for u in depsgraph.updates
+        if u.is_updated_geometry and isinstance(u.id, bpy.types.Mesh)
+    }
+    if edited:
+        for obj in enabled_objects():
+            if obj.data.session_uid in edited and obj.mode != "EDIT":
+                rig.forget(obj)  # weights or rest shape may have changed: bind again when next needed
+
+
+@persistent
+def on_frame_change(*_args) -> None:
+    viewport.bump()
+    for obj in enabled_objects():  # the Evaluated display's AUTO factors follow the pose
+        settings = obj.hybrid_skin
+        if settings.display == "CPU" and settings.factor_mode == "AUTO" and not settings.bake_state:
+            state.write_factor_group(obj, None)
+
+
+def _on_rebind(obj: bpy.types.Object) -> None:
+    viewport.forget(obj)
+
+
+_HANDLERS = (
+    ("load_post", on_load_post),
+    ("save_pre", on_save_pre),
+    ("save_post", on_save_post),
+    ("undo_post", on_undo_redo),
+    ("redo_post", on_undo_redo),
+    ("depsgraph_update_post", on_depsgraph_update),
+    ("frame_change_post", on_frame_change),
+)
+
+
+def _rearm_after_register() -> None:
+    """bpy.data is read-only while add-ons register at startup: re-apply on the first tick."""
+    reapply_all()
+    return None
+
+
+def register() -> None:
+    for name, func in _HANDLERS:
+        getattr(bpy.app.handlers, name).append(func)
+    operators.rebind_listeners.append(_on_rebind)
+    if isinstance(bpy.data, bpy.types.BlendData):  # enabled in a running session: re-apply now
+        reapply_all()
+    else:
+        # Persistent: Blender 4.2 crashes at exit after a file load dropped a pending non-persistent timer
+        # (and after any timer left registered), which the bpy module, with no event loop, never runs.
+        bpy.app.timers.register(_rearm_after_register, first_interval=0.0, persistent=True)
+
+
+def unregister() -> None:
+    if bpy.app.timers.is_registered(_rearm_after_register):
+        bpy.app.timers.unregister(_rearm_after_register)
+    operators.rebind_listeners.remove(_on_rebind)
+    for name, func in reversed(_HANDLERS):
+        getattr(bpy.app.handlers, name).remove(func)
+    restore_all()  # disabling or uninstalling leaves the user's objects exactly as they were
+    rig.forget_all()
+    skinning.shutdown()

@@ -1,0 +1,196 @@
+"""Operators that add, remove and rebind Hybrid Skin, like a modifier. All undoable."""
+
+from __future__ import annotations
+
+import os
+
+import bpy
+from bpy.props import IntProperty, StringProperty
+
+from .. import bridge
+from . import bind as rig
+from . import display as state
+
+__all__ = [
+    "HYBRIDSKIN_OT_add",
+    "HYBRIDSKIN_OT_rebind",
+    "HYBRIDSKIN_OT_remove",
+    "HYBRIDSKIN_OT_render_comparison",
+]
+
+#: Listeners told when an object's bind data changed (the viewport drops GPU buffers).
+rebind_listeners: list = []
+
+
+def editable_mesh(obj: bpy.types.Object | None) -> bpy.types.Object:
+    """The object if Hybrid Skin may change it; else a clear :class:`bridge.HybridSkinError`."""
+    if obj is None:
+        raise bridge.HybridSkinError("No active object: select a skinned mesh")
+    if obj.type != "MESH":
+        raise bridge.HybridSkinError(
+            f"'{obj.name}' is a {obj.type.lower()}, not a mesh: select a skinned mesh"
+        )
+    if obj.library is not None or obj.data.library is not None or obj.override_library is not None:
+        raise bridge.HybridSkinError(
+            f"'{obj.name}' is linked from a library: make it local (Object ▸ Relations ▸ Make Local) first"
+        )
+    return obj
+
+
+def bind_checked(obj: bpy.types.Object, context: bpy.types.Context) -> rig.SkinRig:
+    settings = obj.hybrid_skin
+    groups = (settings.factor_vertex_group,) if settings.factor_mode == "VERTEX_GROUP" else ()
+    rig.forget(obj)
+    return rig.cached_rig(obj, context.evaluated_depsgraph_get(), settings.modifier_name, groups)
+
+
+def has_hybrid_skin(obj: bpy.types.Object | None) -> bool:
+    return obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled
+
+
+class NeedsHybridSkin:
+    """Mixin: the operator runs on an active mesh that uses Hybrid Skin."""
+
+    @classmethod
+    def poll(cls, context):
+        return has_hybrid_skin(context.active_object)
+
+
+class HYBRIDSKIN_OT_add(bpy.types.Operator):
+    """Deform the active mesh with Hybrid Skin (a blend of linear and dual quaternion skinning)"""
+
+    bl_idname = "hybrid_skin.add"
+    bl_label = "Add Hybrid Skin"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.mode == "OBJECT"
+
+    def execute(self, context):
+        try:
+            obj = editable_mesh(context.active_object)
+            mod = bridge.armature_modifier(obj)
+            bridge.validate(obj, mod)
+            settings = obj.hybrid_skin
+            if settings.enabled:
+                self.report({"WARNING"}, f"'{obj.name}' already uses Hybrid Skin")
+                return {"CANCELLED"}
+            settings.modifier_name = mod.name
+            bound = bind_checked(obj, context)
+        except bridge.HybridSkinError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        settings.enabled = True  # applies the display state through the update callback
+        segments = bound.bones.virtual_count - bound.bones.count
+        extra = f" + {segments} B-bone segment joints" if segments else ""
+        self.report(
+            {"INFO"},
+            f"Hybrid Skin on '{obj.name}': {bound.vertex_count} vertices, "
+            f"{bound.bones.count} deform bones{extra}",
+        )
+        return {"FINISHED"}
+
+
+class HYBRIDSKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
+    """Remove Hybrid Skin from the active mesh and restore its modifiers and display exactly"""
+
+    bl_idname = "hybrid_skin.remove"
+    bl_label = "Remove Hybrid Skin"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        obj = context.active_object
+        try:
+            editable_mesh(obj)
+        except bridge.HybridSkinError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        baked = bool(obj.hybrid_skin.bake_state)
+        if baked:
+            from ..bake import baker as bake  # noqa: PLC0415  (bake imports this module)
+
+            bake.clear(obj)  # baked keys are derived data; leaving them would deform twice
+        state.restore(obj)
+        obj.hybrid_skin.enabled = False
+        rig.forget(obj)
+        for listener in rebind_listeners:
+            listener(obj)
+        cleared = " and cleared its bake" if baked else ""
+        self.report({"INFO"}, f"Removed Hybrid Skin from '{obj.name}'{cleared}")
+        return {"FINISHED"}
+
+
+class HYBRIDSKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
+    """Re-read weights and rest shape after editing the mesh or its vertex groups"""
+
+    bl_idname = "hybrid_skin.rebind"
+    bl_label = "Rebind"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        obj = context.active_object
+        try:
+            bound = bind_checked(obj, context)
+        except bridge.HybridSkinError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        for listener in rebind_listeners:
+            listener(obj)
+        self.report({"INFO"}, f"Rebound '{obj.name}': {bound.vertex_count} vertices")
+        return {"FINISHED"}
+
+
+class HYBRIDSKIN_OT_render_comparison(bpy.types.Operator):
+    """Render LBS | current hybrid | DQS side by side to a PNG, to choose a deform factor"""
+
+    bl_idname = "hybrid_skin.render_comparison"
+    bl_label = "Render Comparison"
+    bl_options = {"REGISTER"}
+
+    filepath: StringProperty(name="File Path", subtype="FILE_PATH", default="//hybrid_skin_comparison.png")
+    width: IntProperty(name="Panel Width", default=512, min=64, max=4096)
+    height: IntProperty(name="Panel Height", default=512, min=64, max=4096)
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == "MESH"
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        from ..draw import comparison  # noqa: PLC0415  (gpu module only when asked)
+
+        path = bpy.path.abspath(self.filepath)
+        folder = os.path.dirname(path) or "."
+        if not path.lower().endswith(".png"):
+            self.report({"ERROR"}, f"'{self.filepath}' is not a .png path: choose a PNG file name")
+            return {"CANCELLED"}
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            self.report({"ERROR"}, f"Cannot write to '{folder}': choose a writable folder")
+            return {"CANCELLED"}
+        try:
+            obj = context.active_object
+            rig.cached_rig(obj, context.evaluated_depsgraph_get(), obj.hybrid_skin.modifier_name)
+            comparison.render_comparison(context, obj, path, width=self.width, height=self.height)
+        except bridge.HybridSkinError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Wrote {path}")
+        return {"FINISHED"}
+
+
+classes = (HYBRIDSKIN_OT_add, HYBRIDSKIN_OT_remove, HYBRIDSKIN_OT_rebind, HYBRIDSKIN_OT_render_comparison)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister() -> None:
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

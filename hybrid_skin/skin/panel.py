@@ -1,0 +1,84 @@
+"""View3D ▸ Sidebar ▸ "Hybrid Skin" tab."""
+
+from __future__ import annotations
+
+import bpy
+
+from .. import stats
+from . import bind as rig
+
+
+class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
+    """Hybrid Skin settings of the active mesh"""
+
+    bl_label = "Hybrid Skin"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Hybrid Skin"
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        if obj is None or obj.type != "MESH":
+            layout.label(text="Select a skinned mesh", icon="INFO")
+            return
+        settings = obj.hybrid_skin
+        if not settings.enabled:
+            layout.operator("hybrid_skin.add", icon="MOD_ARMATURE")
+            return
+        row = layout.row(align=True)
+        row.operator("hybrid_skin.remove", icon="X")
+        row.operator("hybrid_skin.rebind", icon="FILE_REFRESH")
+        layout.prop(settings, "deform_factor", slider=True)
+        layout.prop(settings, "factor_mode", expand=True)
+        if settings.factor_mode == "VERTEX_GROUP":
+            layout.prop_search(settings, "factor_vertex_group", obj, "vertex_groups")
+        layout.prop(settings, "display", expand=True)
+        layout.operator("hybrid_skin.render_comparison", icon="RENDER_STILL")
+        self.draw_bake(layout, settings)
+        self.draw_stats(layout, obj)
+
+    @staticmethod
+    def draw_bake(layout, settings) -> None:
+        box = layout.box()
+        box.label(text="Bake", icon="SHAPEKEY_DATA")
+        if settings.bake_state:
+            box.label(text="Baked: the Armature modifier is bypassed")
+            box.operator("hybrid_skin.clear_bake", icon="TRASH")
+            return
+        row = box.row(align=True)
+        row.operator("hybrid_skin.bake_shape_keys", text="Shape Keys").target = "SHAPE_KEYS"
+        row.operator("hybrid_skin.bake_shape_keys", text="Current Frame").target = "CURRENT"
+        row = box.row(align=True)
+        row.operator("hybrid_skin.bake_shape_keys", text="PC2 Cache").target = "PC2"
+        row.operator("hybrid_skin.bake_shape_keys", text="MDD Cache").target = "MDD"
+
+    @staticmethod
+    def draw_stats(layout, obj) -> None:
+        bound = rig.peek(obj)
+        col = layout.column(align=True)
+        if bound is None:
+            col.label(text="Not bound yet")
+            return
+        col.label(text=f"Vertices: {bound.vertex_count:,}")
+        segments = bound.bones.virtual_count - bound.bones.count
+        col.label(
+            text=f"Bones: {bound.bones.count}" + (f" + {segments} B-bone segment joints" if segments else "")
+        )
+        col.label(text=f"Max influences: {bound.binding.max_influences}")
+        ms = stats.last_update_ms.get(obj.name)
+        if ms is not None:
+            col.label(text=f"Last update: {ms:.2f} ms")
+
+
+classes = (VIEW3D_PT_hybrid_skin,)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister() -> None:
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,76 @@
+"""``Object.hybrid_skin``: per-object settings, saved in the .blend and animatable."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
+
+from . import display as state
+
+FACTOR_MODES = [
+    ("GLOBAL", "Global", "One deform factor for the whole object"),
+    ("VERTEX_GROUP", "Vertex Group", "The vertex group's weights scale the deform factor per vertex"),
+    ("AUTO", "Auto", "Per-vertex factor from each joint's twist and swing, every frame"),
+]
+DISPLAYS = [
+    ("GPU", "GPU", "Draw the hybrid live in the viewport with the add-on's shaders"),
+    ("CPU", "Evaluated", "Blender's own modifier stack computes the hybrid: renders and exporters see it"),
+]
+
+
+def _settings_changed(self, context) -> None:
+    state.settings_changed(self.id_data)
+
+
+class HybridSkinSettings(bpy.types.PropertyGroup):
+    """Hybrid Skin settings of a mesh object"""
+
+    enabled: BoolProperty(
+        name="Enabled", description="Deform with Hybrid Skin", default=False, update=_settings_changed
+    )
+    deform_factor: FloatProperty(
+        name="Deform Factor",
+        description="Blend between linear blend skinning (0) and dual quaternion skinning (1)",
+        default=0.5,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+        update=_settings_changed,
+    )
+    factor_mode: EnumProperty(
+        name="Factor Mode", items=FACTOR_MODES, default="GLOBAL", update=_settings_changed
+    )
+    factor_vertex_group: StringProperty(
+        name="Factor Group",
+        description="Vertex group whose weights scale the deform factor",
+        update=_settings_changed,
+    )
+    display: EnumProperty(name="Display", items=DISPLAYS, default="GPU", update=_settings_changed)
+    modifier_name: StringProperty(
+        name="Armature Modifier", description="The Armature modifier Hybrid Skin follows"
+    )
+    bake_state: StringProperty(
+        name="Bake State",
+        description="What the last bake added, removed exactly by Clear Bake",
+        options={"HIDDEN"},
+    )
+    saved_state: StringProperty(
+        name="Saved State",
+        description="The object's own settings, restored exactly on remove",
+        options={"HIDDEN"},
+    )
+
+
+classes = (HybridSkinSettings,)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.Object.hybrid_skin = PointerProperty(type=HybridSkinSettings)
+
+
+def unregister() -> None:
+    del bpy.types.Object.hybrid_skin
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

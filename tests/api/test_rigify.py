@@ -1,0 +1,97 @@
+"""A Rigify-generated human rig (real B-bones with custom handles and ease) on a mesh with automatic
+weights: the installed add-on equals Blender's deformation."""
+
+from __future__ import annotations
+
+import addon_utils
+import bmesh
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix
+
+from tests.support.scenes import bbox_diagonal, native_positions
+
+LIMB_BONES = (
+    "DEF-upper_arm.L",
+    "DEF-forearm.L",
+    "DEF-hand.L",
+    "DEF-spine.001",
+    "DEF-spine.002",
+    "DEF-thigh.R",
+)
+
+
+@pytest.fixture(scope="module")
+def rigify():
+    was_enabled = addon_utils.check("rigify")[1]
+    assert bpy.ops.preferences.addon_enable(module="rigify") == {"FINISHED"}
+    yield
+    if not was_enabled:
+        bpy.ops.preferences.addon_disable(module="rigify")
+
+
+def limb_mesh(rig: bpy.types.Object) -> bpy.types.Object:
+    """Subdivided tubes along a few deform bones (arm tubes span two bones, so joints get blended)."""
+    body = bmesh.new()
+    for name in LIMB_BONES:
+        bone = rig.data.bones[name]
+        length = bone.length * (2.0 if name.endswith(("arm.L", "thigh.R")) else 1.0)
+        tube = bmesh.new()
+        bmesh.ops.create_cone(tube, cap_ends=True, segments=16, radius1=0.05, radius2=0.05, depth=length)
+        sides = [e for e in tube.edges if abs(e.verts[0].co.z - e.verts[1].co.z) > 1e-6]
+        bmesh.ops.subdivide_edges(tube, edges=sides, cuts=12)
+        # Cone axis (local Z) onto the bone's Y axis, starting at the bone head.
+        place = rig.matrix_world @ bone.matrix_local @ Matrix.Rotation(-np.pi / 2, 4, "X")
+        bmesh.ops.transform(tube, verts=tube.verts, matrix=place @ Matrix.Translation((0, 0, length / 2)))
+        temp = bpy.data.meshes.new("tube")
+        tube.to_mesh(temp)
+        tube.free()
+        body.from_mesh(temp)
+        bpy.data.meshes.remove(temp)
+    me = bpy.data.meshes.new("Body")
+    body.to_mesh(me)
+    body.free()
+    obj = bpy.data.objects.new("Body", me)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def test_rigify_human_arm_spine_and_leg(addon, rigify):
+    bpy.ops.object.armature_human_metarig_add()
+    metarig = bpy.context.object
+    bpy.ops.pose.rigify_generate()
+    rig = next(o for o in bpy.data.objects if o.type == "ARMATURE" and o is not metarig)
+    metarig.hide_set(True)
+    assert sum(b.use_deform and b.bbone_segments > 1 for b in rig.data.bones) >= 10
+    body = limb_mesh(rig)
+    bpy.ops.object.select_all(action="DESELECT")
+    body.select_set(True)
+    rig.select_set(True)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.parent_set(type="ARMATURE_AUTO")
+    assert any(m.type == "ARMATURE" for m in body.modifiers)
+    weighted = {
+        body.vertex_groups[g.group].name for v in body.data.vertices for g in v.groups if g.weight > 0.01
+    }
+    bbones = {b.name for b in rig.data.bones if b.use_deform and b.bbone_segments > 1}
+    assert len(weighted & bbones) >= 4, "the mesh must really be weighted to B-bones"
+
+    pose = rig.pose.bones
+    pose["upper_arm_fk.L"].rotation_quaternion = Matrix.Rotation(1.2, 4, "X").to_quaternion()
+    pose["forearm_fk.L"].rotation_quaternion = Matrix.Rotation(1.4, 4, "Z").to_quaternion()
+    pose["upper_arm_parent.L"]["IK_FK"] = 1.0
+    pose["chest"].rotation_quaternion = Matrix.Rotation(0.9, 4, "Y").to_quaternion()
+    pose["thigh_ik.R"].location = (0.1, -0.2, 0.15)
+    pose["forearm_tweak.L"].scale = (1.4, 1.0, 1.4)
+    bpy.context.view_layer.update()
+
+    addon.api.rebind(body)
+    lbs = native_positions(body, 0.0)
+    dqs = native_positions(body, 1.0)
+    diag = bbox_diagonal(lbs)
+    assert np.abs(lbs - dqs).max() > 1e-3 * diag
+    per_vertex = np.round(np.random.default_rng(4).random(len(lbs)), 3).astype(np.float32)
+    for f in (0.0, 1.0, 0.5, per_vertex):
+        err = np.abs(addon.api.deformed_positions(body, f) - native_positions(body, f)).max() / diag
+        assert err <= 1e-5, f"f={'map' if np.ndim(f) else f}: {err:.2e} × diagonal"

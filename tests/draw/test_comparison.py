@@ -1,0 +1,51 @@
+"""hybrid_skin.render_comparison as a user calls it: a PNG whose panels differ where LBS and DQS differ."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+from tests.support.scenes import make_chain_armature, make_cylinder, pose_bone, skin_to_chain
+
+
+@pytest.fixture
+def twisted(addon, gpu_context):
+    arm = make_chain_armature("Rig", [1.0, 1.0])
+    cyl = make_cylinder("Cylinder")
+    skin_to_chain(cyl, arm, blend=0.6)
+    pose_bone(arm, "Bone1", (0, 0, 170))
+    bpy.context.view_layer.objects.active = cyl
+    bpy.ops.hybrid_skin.add()
+    return cyl
+
+
+def load_rgb(path) -> np.ndarray:
+    image = bpy.data.images.load(str(path))
+    try:
+        px = np.empty(len(image.pixels), np.float32)
+        image.pixels.foreach_get(px)
+        return px.reshape(image.size[1], image.size[0], 4)[..., :3]
+    finally:
+        bpy.data.images.remove(image)
+
+
+def test_writes_three_panels_that_differ(twisted, tmp_path):
+    path = tmp_path / "cmp.png"
+    assert bpy.ops.hybrid_skin.render_comparison(filepath=str(path), width=160, height=160) == {"FINISHED"}
+    rgb = load_rgb(path)
+    assert rgb.shape == (160, 480, 3)
+    lbs, mix, dqs = rgb[:, :160], rgb[:, 160:320], rgb[:, 320:]
+    background = np.median(rgb.reshape(-1, 3), axis=0)
+    coverage = [float((np.abs(p - background).sum(-1) > 0.05).mean()) for p in (lbs, mix, dqs)]
+    # A 170° twist collapses the LBS joint: it covers the least area, DQS the most, the hybrid between.
+    assert coverage[0] < coverage[1] < coverage[2], coverage
+    assert np.abs(lbs - dqs).mean() > 0.005
+
+
+@pytest.mark.parametrize(
+    ("filepath", "message"), [("/tmp/x.jpg", "not a .png"), ("/proc/version/x.png", "Cannot write")]
+)
+def test_bad_paths_are_reported(twisted, filepath, message):
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.hybrid_skin.render_comparison(filepath=filepath)
