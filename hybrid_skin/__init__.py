@@ -1,39 +1,48 @@
 """Hybrid Skin: per-vertex blend of linear blend and dual quaternion skinning for Blender.
 
-No bpy import at module level: ``hybrid_skin.core`` must stay importable without Blender. The
-Blender modules register in this order and unregister in reverse; any failure is raised, never
-swallowed, so a broken install is visible at once.
+No bpy import at module level: ``hybrid_skin.core`` must stay importable without Blender, so the feature
+modules are imported when the add-on registers. :func:`register` creates the one runtime
+(:mod:`.runtime`), then registers each feature's Blender modules in the order of :data:`FEATURES`;
+:func:`unregister` goes back in reverse and drops the runtime. Any failure is raised, never swallowed,
+so a broken install is visible at once.
 """
 
 from __future__ import annotations
 
 import importlib
 
-_MODULES = (
-    "skin.properties",
-    "skin.operators",
-    "bake.operators",
-    "skin.panel",
-    "analyze.operators",
-    "animtex.operators",
-    "animtex.crowd",
-    "skin.viewport",
-    "skin.handlers",
+#: Feature packages in registration order, each with its Blender-facing modules in order (unregistered
+#: in reverse). The sidebar's main panel registers before the sub-panels that name it as their parent.
+FEATURES = (
+    ("skin", ("properties", "operators", "panel", "viewport", "handlers")),
+    ("bake", ("operators",)),
+    ("analyze", ("operators", "panel")),
+    ("animtex", ("operators", "panels", "crowd")),
 )
 
 
 def _modules():
-    return [importlib.import_module(f".{name}", __package__) for name in _MODULES]
+    return [
+        importlib.import_module(f".{feature}.{name}", __package__)
+        for feature, names in FEATURES
+        for name in names
+    ]
 
 
 def register() -> None:
+    from . import runtime  # deliberate: imports core.skinning (numpy), kept out of `import hybrid_skin`
+
+    runtime.start()
     for module in _modules():
         module.register()
 
 
 def unregister() -> None:
+    from . import runtime  # deliberate, as in register
+
     for module in reversed(_modules()):
         module.unregister()
+    runtime.stop()
 
 
 def __getattr__(name: str):

@@ -17,21 +17,19 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from .bridge import HybridSkinError
-from .factor import vertex_factors
-from .skin import bind as rig_module
+from . import factor
+from .errors import HybridSkinError
+from .skin import bind
 
 __all__ = ["HybridSkinError", "deformed_normals", "deformed_positions", "rebind"]
 
 
 def _evaluate(mesh_object, deform_factor, depsgraph, normals: bool):
     depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
-    settings = getattr(mesh_object, "hybrid_skin", None)
-    modifier = settings.modifier_name if settings is not None else ""
-    groups = (settings.factor_vertex_group,) if settings is not None and deform_factor is None else ()
-    rig = rig_module.cached_rig(mesh_object, depsgraph, modifier, groups)
-    factor = vertex_factors(mesh_object, rig, deform_factor)
-    return rig.evaluate(depsgraph, factor, normals=normals)
+    bound = bind.cached_bind(mesh_object, depsgraph)
+    wanted = factor.resolve(mesh_object, bound, deform_factor)
+    posed = bound.posed(depsgraph)
+    return posed.skin(wanted.values(posed), normals=normals)
 
 
 def deformed_positions(
@@ -58,4 +56,4 @@ def deformed_normals(
 
 def rebind(mesh_object: bpy.types.Object) -> None:
     """Forget cached bind data so the next call re-reads weights and rest shape (after editing them)."""
-    rig_module.forget(mesh_object)
+    bind.forget(mesh_object)

@@ -1,8 +1,10 @@
-"""The one place that reads Blender data into numpy arrays (in bulk, float32, contiguous).
+"""The one module that reads and writes Blender data in bulk (``foreach_get``/``foreach_set``, contiguous).
 
-Nothing else in the add-on walks ``mesh.vertices`` or pose bones one by one. Errors raised here are
-:class:`HybridSkinError` with a message that names the object and says how to fix it; operators show
-them with ``report`` and the scripting API lets them propagate.
+Everything the add-on exchanges with Blender's mesh, pose, shape-key, attribute and image data goes
+through here as numpy arrays; nothing else walks ``mesh.vertices`` or pose bones one by one. Also the
+input checks every feature shares (:func:`editable_mesh`, :func:`armature_modifier`, :func:`validate`).
+Errors are :class:`~.errors.HybridSkinError` with a message that names the object and says how to fix
+it; operators show them with ``report`` and the scripting API lets them propagate.
 """
 
 from __future__ import annotations
@@ -15,23 +17,39 @@ import bpy
 import numpy as np
 
 from .core.binding import DeformBones
+from .errors import HybridSkinError
 
 __all__ = [
-    "HybridSkinError",
+    "DQS_MODIFIER",
     "armature_modifier",
     "channel_matrices",
+    "corner_vertices",
     "deform_bones",
+    "editable_mesh",
+    "evaluated_positions",
+    "find_armature_modifier",
+    "image_pixels",
     "object_matrix",
+    "point_attribute",
+    "pose_channels",
     "read_vertex_group_entries",
     "rest_geometry",
     "segment_matrices",
+    "set_image_pixels",
+    "set_point_attribute",
+    "set_pose_channels",
+    "set_shape_key_points",
+    "set_uv_map",
+    "shape_key_points",
     "surface",
+    "triangle_vertices",
     "validate",
+    "vertex_normals",
+    "vertex_positions",
 ]
 
-
-class HybridSkinError(ValueError):
-    """Bad input from the user's scene; the message says what is wrong and how to fix it."""
+#: The Evaluated display's second (Preserve Volume) Armature modifier: never the one Hybrid Skin follows.
+DQS_MODIFIER = "HybridSkin DQS"
 
 
 def _flat(collection, attr: str, count: int, width: int, dtype=np.float32) -> np.ndarray:
@@ -49,16 +67,43 @@ def object_matrix(obj: bpy.types.Object) -> np.ndarray:
     return np.array(obj.matrix_world, dtype=np.float64)
 
 
-def armature_modifier(obj: bpy.types.Object, name: str = "") -> bpy.types.ArmatureModifier:
-    """The Armature modifier hybrid skin follows: ``name`` if given, else the first one in the stack."""
+# ------------------------------------------------------------------------------------ input checks
+def editable_mesh(obj: bpy.types.Object | None) -> bpy.types.Object:
+    """The object if Hybrid Skin may change it (a local mesh); else a clear :class:`HybridSkinError`."""
+    if obj is None:
+        raise HybridSkinError("No active object: select a skinned mesh")
+    if obj.type != "MESH":
+        raise HybridSkinError(f"'{obj.name}' is a {obj.type.lower()}, not a mesh: select a skinned mesh")
+    if obj.library is not None or obj.data.library is not None or obj.override_library is not None:
+        raise HybridSkinError(
+            f"'{obj.name}' is linked from a library: make it local (Object ▸ Relations ▸ Make Local) first"
+        )
+    return obj
+
+
+def find_armature_modifier(
+    obj: bpy.types.Object, name: str = "", armature: bpy.types.Object | None = None
+) -> bpy.types.ArmatureModifier | None:
+    """The Armature modifier Hybrid Skin follows on ``obj``: the one named ``name`` if given, else the first
+    in the stack (that deforms by ``armature``, if given); never :data:`DQS_MODIFIER`. None if none."""
+    for mod in obj.modifiers:
+        if mod.type != "ARMATURE" or mod.name == DQS_MODIFIER or (name and mod.name != name):
+            continue
+        if armature is None or mod.object == armature:
+            return mod
+    return None
+
+
+def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types.ArmatureModifier:
+    """:func:`find_armature_modifier` for a mesh that must have one; else a clear :class:`HybridSkinError`."""
     if obj is None or obj.type != "MESH":
         kind = "nothing" if obj is None else f"'{obj.name}' ({obj.type.lower()})"
         raise HybridSkinError(f"Hybrid Skin needs a mesh object, got {kind}: select a skinned mesh")
-    mods = [m for m in obj.modifiers if m.type == "ARMATURE" and (not name or m.name == name)]
-    if not mods:
+    mod = find_armature_modifier(obj, name)
+    if mod is None:
         what = f"Armature modifier named '{name}'" if name else "Armature modifier"
         raise HybridSkinError(f"'{obj.name}' has no {what}: add one (Ctrl+P ▸ With Automatic Weights) first")
-    return mods[0]
+    return mod
 
 
 def validate(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bpy.types.Object:
@@ -83,6 +128,7 @@ def validate(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bpy.type
     return arm
 
 
+# --------------------------------------------------------------------------------------- armature
 def deform_bones(arm: bpy.types.Object) -> DeformBones:
     """Rest data of the deform bones in pose-bone order (O(bones); bulk reads)."""
     bones = arm.data.bones
@@ -140,6 +186,100 @@ def segment_matrices(arm_eval: bpy.types.Object, bones: DeformBones, rest: bool)
         mats = [pb.bbone_segment_matrix(i, rest=rest) for i in range(int(bones.segments[d]) + 1)]
         out[int(d)] = np.array(mats, dtype=np.float64)
     return out
+
+
+def pose_channels(arm: bpy.types.Object, channel: str, width: int) -> np.ndarray:
+    """One pose channel of every pose bone (``"location"``, ``"rotation_quaternion"`` ...) ``(B, width)``."""
+    bones = arm.pose.bones
+    return _flat(bones, channel, len(bones), width).reshape(len(bones), width)
+
+
+def set_pose_channels(arm: bpy.types.Object, values: dict[str, np.ndarray]) -> None:
+    """Write pose channels ``{channel: (B, width)}`` of every pose bone."""
+    for channel, value in values.items():
+        arm.pose.bones.foreach_set(channel, np.ascontiguousarray(value, dtype=np.float32).ravel())
+
+
+# ------------------------------------------------------------------------------------------- mesh
+def vertex_positions(mesh: bpy.types.Mesh) -> np.ndarray:
+    """``(N, 3)`` float32 vertex coordinates (mesh local space)."""
+    return _flat(mesh.vertices, "co", len(mesh.vertices), 3)
+
+
+def vertex_normals(mesh: bpy.types.Mesh) -> np.ndarray:
+    """``(N, 3)`` float32 vertex normals."""
+    return _flat(mesh.vertex_normals, "vector", len(mesh.vertices), 3)
+
+
+def evaluated_positions(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | None = None) -> np.ndarray:
+    """``(N, 3)`` float32 positions of the evaluated object (its whole modifier stack), local space."""
+    depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+    return vertex_positions(obj.evaluated_get(depsgraph).data)
+
+
+def corner_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
+    """``(C,)`` int32 vertex index of every face corner (loop)."""
+    return _flat(mesh.loops, "vertex_index", len(mesh.loops), 1, dtype=np.int32)
+
+
+def triangle_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
+    """``(T, 3)`` int32 vertex indices of the mesh's triangulation."""
+    mesh.calc_loop_triangles()
+    t = len(mesh.loop_triangles)
+    return _flat(mesh.loop_triangles, "vertices", t, 3, dtype=np.int32).reshape(t, 3)
+
+
+def shape_key_points(key_block: bpy.types.ShapeKey) -> np.ndarray:
+    """``(N, 3)`` float32 coordinates of a shape key."""
+    n = len(key_block.points)
+    return _flat(key_block.points, "co", n, 3).reshape(n, 3)
+
+
+def set_shape_key_points(key_block: bpy.types.ShapeKey, positions: np.ndarray) -> None:
+    key_block.points.foreach_set("co", np.ascontiguousarray(positions, dtype=np.float32).ravel())
+
+
+def point_attribute(mesh: bpy.types.Mesh, name: str, field: str, width: int, dtype=np.float32) -> np.ndarray:
+    """``(N, width)`` values of the point attribute ``name`` (``field`` ``"value"``, ``"color"`` ...)."""
+    n = len(mesh.vertices)
+    return _flat(mesh.attributes[name].data, field, n, width, dtype=dtype).reshape(n, width)
+
+
+def set_point_attribute(
+    mesh: bpy.types.Mesh, name: str, data_type: str, field: str, values: np.ndarray
+) -> None:
+    """Write a per-vertex attribute, (re)created when it is missing or of another type or domain."""
+    attr = mesh.attributes.get(name)
+    if attr is not None and (attr.data_type != data_type or attr.domain != "POINT"):
+        mesh.attributes.remove(attr)
+        attr = None
+    if attr is None:
+        mesh.attributes.new(name, data_type, "POINT")
+    mesh.attributes[name].data.foreach_set(field, np.ascontiguousarray(values).ravel())
+
+
+def set_uv_map(mesh: bpy.types.Mesh, name: str, uv: np.ndarray) -> bool:
+    """Write ``(C, 2)`` per-corner UVs into the UV map ``name`` (created if missing); False when the
+    mesh has no room for another UV map."""
+    layer = mesh.uv_layers.get(name) or mesh.uv_layers.new(name=name, do_init=False)
+    if layer is None:
+        return False
+    mesh.uv_layers[name].uv.foreach_set("vector", np.ascontiguousarray(uv, dtype=np.float32).ravel())
+    return True
+
+
+# ------------------------------------------------------------------------------------------ image
+def image_pixels(image: bpy.types.Image) -> np.ndarray:
+    """``(H, W, 4)`` float32 pixels of an image as Blender holds them (row 0 at the bottom)."""
+    width, height = image.size
+    buf = np.empty(width * height * 4, dtype=np.float32)
+    image.pixels.foreach_get(buf)
+    return buf.reshape(height, width, 4)
+
+
+def set_image_pixels(image: bpy.types.Image, pixels: np.ndarray) -> None:
+    """Write ``(H, W, 4)`` float pixels (row 0 at the bottom) into an image of that size."""
+    image.pixels.foreach_set(np.ascontiguousarray(pixels, dtype=np.float32).reshape(-1))
 
 
 def read_vertex_group_entries(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -214,7 +354,7 @@ def rest_geometry(
     mesh = obj.data
     n = len(mesh.vertices)
     if not before and mesh.shape_keys is None:
-        return _flat(mesh.vertices, "co", n, 3), _flat(mesh.vertex_normals, "vector", n, 3)
+        return vertex_positions(mesh), vertex_normals(mesh)
     tail = [m for m in stack[at:] if m.show_viewport]
     with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
         if tail or exclude_keys:
@@ -225,7 +365,7 @@ def rest_geometry(
                 f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
                 "move the Armature modifier above them"
             )
-        result = _flat(evaluated.vertices, "co", n, 3), _flat(evaluated.vertex_normals, "vector", n, 3)
+        result = vertex_positions(evaluated), vertex_normals(evaluated)
     if tail or exclude_keys:
         depsgraph.update()
     return result
@@ -236,8 +376,7 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     corner_normals (C, 3))``. Corner normals keep sharp edges and custom normals as Blender shades them."""
     mesh.calc_loop_triangles()
     t = len(mesh.loop_triangles)
-    c = len(mesh.loops)
     triangles = _flat(mesh.loop_triangles, "loops", t, 3, dtype=np.int32)
-    corner_vertex = _flat(mesh.loops, "vertex_index", c, 1, dtype=np.int32)
-    corner_normals = _flat(mesh.corner_normals, "vector", c, 3)
+    corner_normals = _flat(mesh.corner_normals, "vector", len(mesh.loops), 3)
+    corner_vertex = corner_vertices(mesh)
     return triangles, corner_vertex, corner_normals

@@ -1,54 +1,120 @@
-"""Per-vertex deform factors from an object's Hybrid Skin settings."""
+"""The deform factor: one small type (:class:`DeformFactor`) and one resolver from an object's settings.
+
+Per vertex ``f`` (0 = LBS, 1 = DQS) is one of: the global number (factor mode Global, or a number given
+by a script); the number times per-vertex weights (mode Vertex Group: the slider scales the group's
+weights, so dragging it uploads nothing to the GPU; a script's ``(N,)`` array is weights with number 1);
+or Auto, computed per vertex from the pose at each frame. :func:`resolve` is the only place that reads
+the settings into one; every feature (API, viewport, Evaluated display, bakes, analysis, comparison) asks
+it, so a missing factor group is the same clear error everywhere.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
 
-from .bridge import HybridSkinError
-from .skin.bind import SkinRig
+from .errors import HybridSkinError
+from .skin import bind as skin_bind
+
+if TYPE_CHECKING:
+    from .skin.bind import MeshBind, PosedBind
+
+__all__ = ["DEFAULT_FACTOR", "DeformFactor", "group_weights", "resolve"]
 
 #: Seed 000 recommends about 0.5 for bends; also the property's default.
 DEFAULT_FACTOR = 0.5
 
 
-def _check(value: float | np.ndarray, n: int) -> float | np.ndarray:
+@dataclass(frozen=True, eq=False)
+class DeformFactor:
+    """``value`` everywhere; ``value * weights`` per vertex when ``weights`` ``(N,)`` is given; computed
+    from the pose when ``auto`` (then ``value`` is only the slider's setting, which Auto ignores)."""
+
+    value: float = DEFAULT_FACTOR
+    weights: np.ndarray | None = None
+    auto: bool = False
+
+    @classmethod
+    def per_vertex(cls, factors: np.ndarray) -> DeformFactor:
+        """Exactly these per-vertex factors (weights with number 1)."""
+        return cls(1.0, np.asarray(factors, dtype=np.float32))
+
+    @classmethod
+    def automatic(cls, value: float = DEFAULT_FACTOR) -> DeformFactor:
+        return cls(float(value), None, True)
+
+    @property
+    def label(self) -> str:
+        """How the panels name it: ``"auto"``, ``"group"`` or the number (``"0.50"``)."""
+        if self.auto:
+            return "auto"
+        return "group" if self.weights is not None else f"{self.value:.2f}"
+
+    def values(self, posed: PosedBind | None = None) -> float | np.ndarray:
+        """What the skinning kernels take: one number, or ``(N,)`` float32 per vertex. Auto needs the
+        ``posed`` bind of the frame."""
+        if self.auto:
+            if posed is None:
+                raise ValueError("the Auto factor is computed from a pose: pass the posed bind")
+            return posed.auto_factors()
+        if self.weights is None:
+            return float(self.value)
+        return (self.value * self.weights).astype(np.float32)
+
+
+def _override(value: float | np.ndarray, n: int) -> DeformFactor:
     if np.ndim(value) == 0:
         f = float(value)
         if not 0.0 <= f <= 1.0:
             raise HybridSkinError(f"deform_factor must lie in [0, 1] (0 = LBS, 1 = DQS), got {f}")
-        return f
+        return DeformFactor(f)
     arr = np.asarray(value, dtype=np.float32)
     if arr.shape != (n,):
         raise HybridSkinError(f"a per-vertex deform_factor needs shape ({n},), got {arr.shape}")
-    return np.clip(arr, 0.0, 1.0)
+    return DeformFactor.per_vertex(np.clip(arr, 0.0, 1.0))
 
 
-def vertex_factors(obj: bpy.types.Object, rig: SkinRig, override: float | np.ndarray | None = None):
-    """The factor to skin ``obj`` with: ``override`` if given, else from ``obj.hybrid_skin``.
-
-    Returns a scalar, an ``(N,)`` array, or ``"AUTO"`` (computed per frame from the pose)."""
-    n = rig.vertex_count
-    if override is not None:
-        return _check(override, n)
-    settings = getattr(obj, "hybrid_skin", None)
-    if settings is None:
-        return DEFAULT_FACTOR
-    base = float(settings.deform_factor)
-    if settings.factor_mode == "AUTO":
-        return "AUTO"  # resolved per frame from the pose by SkinRig.evaluate
-    if settings.factor_mode == "VERTEX_GROUP":
-        return (base * factor_group_weights(obj, rig)).astype(np.float32)
-    return base
-
-
-def factor_group_weights(obj: bpy.types.Object, rig: SkinRig) -> np.ndarray:
-    """``(N,)`` weights of the object's factor vertex group (bound with the rig), or a clear error."""
+def group_weights(obj: bpy.types.Object, bound: MeshBind) -> np.ndarray:
+    """``(N,)`` weights of the object's factor vertex group (read with the bind), or a clear error."""
     name = obj.hybrid_skin.factor_vertex_group
-    weights = rig.group_weights.get(obj.vertex_groups.find(name))
+    weights = bound.group_weights.get(obj.vertex_groups.find(name)) if name else None
     if weights is None:
+        missing = f"factor vertex group '{name}' does not exist" if name else "no factor vertex group is set"
         raise HybridSkinError(
-            f"'{obj.name}': factor vertex group '{name}' does not exist; "
-            "pick one in the Hybrid Skin panel or use the global factor"
+            f"'{obj.name}': {missing}; pick one in the Hybrid Skin panel or use the Global factor mode"
         )
     return weights
+
+
+def resolve(
+    obj: bpy.types.Object,
+    bound: MeshBind | None = None,
+    override: float | np.ndarray | None = None,
+) -> DeformFactor:
+    """The factor to skin ``obj`` with: ``override`` if given (a number in [0, 1] or an ``(N,)`` array,
+    checked), else from ``obj.hybrid_skin`` (the default factor for objects without the settings).
+
+    ``bound`` is the object's bind, needed for a vertex group's weights and an override's length; it is
+    taken from the cache (:func:`..skin.bind.cached_bind`) when not given. Raises
+    :class:`..errors.HybridSkinError` for a bad override or a missing factor group.
+    """
+    settings = getattr(obj, "hybrid_skin", None)
+    needs_bind = override is not None and np.ndim(override) > 0
+    needs_bind = needs_bind or (
+        override is None and settings is not None and settings.factor_mode == "VERTEX_GROUP"
+    )
+    if bound is None and needs_bind:
+        bound = skin_bind.cached_bind(obj, bpy.context.evaluated_depsgraph_get())
+    if override is not None:
+        return _override(override, bound.vertex_count if bound is not None else 0)
+    if settings is None:
+        return DeformFactor()
+    value = float(settings.deform_factor)
+    if settings.factor_mode == "AUTO":
+        return DeformFactor.automatic(value)
+    if settings.factor_mode == "VERTEX_GROUP":
+        return DeformFactor(value, group_weights(obj, bound))
+    return DeformFactor(value)

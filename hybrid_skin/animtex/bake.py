@@ -2,8 +2,9 @@
 
 A :class:`TextureBake` runs as a generator (:meth:`TextureBake.run` yields progress in 0..1) so the
 operator can show a progress bar and cancel between frames; scripts call :func:`bake`. This module is
-the orchestration and the bone palette; the scene side lives in :mod:`.animtex_scene`, the error report
-in :mod:`.animtex_report`, and everything written (files, mesh data, summary) in :mod:`.animtex_files`.
+the orchestration; the scene side lives in :mod:`.scene`, the bone palette in :mod:`.palette`, the error
+report in :mod:`..core.animtex.verify`, the files and mesh data in :mod:`.files` and the UI summary in
+:mod:`.summary`.
 
 1. **Target**: an armature and every mesh it deforms, or one mesh with an Armature modifier; one clip
    per action, sampled every ``frame_step`` scene frames over the action's frame range.
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from .. import bridge
+from .. import factor
 from ..core.animtex import (
     AnimationTexture,
     Clip,
@@ -52,51 +53,34 @@ from ..core.animtex import (
     encoding_candidates,
     pick_encoding,
     root_motion_track,
+    verify,
 )
-from ..factor import DEFAULT_FACTOR, vertex_factors
-from ..skin import bind as rig
-from . import palette as animtex_palette
-from . import report as animtex_report
+from ..core.animtex.samples import FrameSample, Samples, clip_frames, frame_key, stack_samples
+from ..errors import HybridSkinError
+from ..factor import DEFAULT_FACTOR
+from ..skin import bind
+from ..skin.bind import MeshBind
+from . import palette
 from .files import (
     BONE_ATTRIBUTES,
     PNG_COMPRESSION,
     VERTEX_ATTRIBUTES,
     check_directory,
-    last_summary,
-    read_image,
-    store_summary,
     write_files,
     write_mesh_data,
 )
-from .palette import BONE_SLOTS
 from .scene import (
     AnimationState,
-    FrameSample,
-    bulk_read,
     clip_for,
-    clip_frames,
-    compatible_actions,
     find_target,
-    frame_key,
     mesh_parts,
     object_settings,
     resolve_actions,
-    stack_samples,
 )
+from .summary import store_summary
 
-__all__ = [
-    "BakeOptions",
-    "BakeResult",
-    "TextureBake",
-    "bake",
-    "bulk_read",
-    "compatible_actions",
-    "find_target",
-    "last_summary",
-    "read_image",
-]
+__all__ = ["MIN_FRAME_STEP", "PHASES", "BakeOptions", "BakeResult", "TextureBake", "bake"]
 
-HybridSkinError = bridge.HybridSkinError
 #: Frame steps the tolerance search tries (scene frames between stored samples). The sub-frame steps
 #: store fast actions (a punch, a blink) finer than the scene's frame rate; each step is sampled only
 #: when the search reaches it, so they cost nothing when a whole-frame step meets the tolerance.
@@ -114,7 +98,7 @@ PHASES = ("sample", "truth", "encode", "report", "write", "mesh_data")
 class BakeOptions:
     """What to write. ``tolerance > 0`` (scene units) replaces ``frame_step``/``precision`` by the
     cheapest pair whose max error stays within it. ``png_compression`` is Blender's PNG compression
-    in percent (see :data:`.animtex_files.PNG_COMPRESSION` for why the default is 0)."""
+    in percent (see :data:`.files.PNG_COMPRESSION` for why the default is 0)."""
 
     directory: str
     kind: Kind = Kind.VERTEX
@@ -169,10 +153,23 @@ class TextureBake:
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
-        self.samples: dict[tuple[int, float], FrameSample] = {}
+        self.samples: Samples = {}
         self.warnings: list[str] = []
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
+        # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it),
+        # prepared when :meth:`run` starts sampling.
+        self.bone_names: list[str] = []
+        self.bone_pivots: np.ndarray | None = None
+        self.rest_bone = False
+        # While :meth:`run` samples: the armature's animation state (restored at the end), the clip
+        # playing, the progress scale, the truth's diagonal so far (None: to be recomputed) and the
+        # first mesh's world matrix at each looping clip's end frame (root motion).
+        self._anim: AnimationState | None = None
+        self._playing: int | None = None
+        self._planned = 1
+        self._diagonal: float | None = None
+        self._cycle_end: dict[int, np.ndarray] = {}
 
     @contextmanager
     def _phase(self, name: str):
@@ -210,8 +207,8 @@ class TextureBake:
         return list(needed), stored
 
     # ------------------------------------------------------------------------------ sampling
-    def _rigs(self, depsgraph) -> list[rig.SkinRig]:
-        return [rig.cached_rig(p.obj, depsgraph, p.modifier, p.groups) for p in self.parts]
+    def _binds(self, depsgraph) -> list[MeshBind]:
+        return [bind.cached_bind(p.obj, depsgraph) for p in self.parts]
 
     def _evaluate(self, depsgraph, phase: str) -> FrameSample:
         """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
@@ -219,32 +216,34 @@ class TextureBake:
         positions, normals = [], []
         bones = self.kind is not Kind.VERTEX
         with self._phase(phase):
-            rigs = self._rigs(depsgraph)
+            binds = self._binds(depsgraph)
         with self._phase("truth" if bones else phase):
-            for part, bound in zip(self.parts, rigs):
-                factor = vertex_factors(part.obj, bound, self.bone_factor if bones else None)
-                p, n = bound.evaluate(depsgraph, factor, normals=True)
+            posed = [b.posed(depsgraph) for b in binds]
+            for part, pose in zip(self.parts, posed):
+                wanted = factor.resolve(part.obj, pose.bind, self.bone_factor if bones else None)
+                p, n = pose.skin(wanted.values(pose), normals=True)
                 positions.append(p)
                 normals.append(n)
         with self._phase(phase):
-            matrices = self._palette(depsgraph, rigs) if bones else None
+            matrices = palette.skinning_matrices(posed[0], self.rest_bone) if bones else None
             world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
         join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
         return FrameSample(join(positions), join(normals), matrices, np.array(world, dtype=np.float64))
 
-    def _palette(self, depsgraph, rigs: list[rig.SkinRig]) -> np.ndarray:
-        return animtex_palette.skinning_matrices(
-            self.armature, depsgraph, rigs[0], self.parts[0], self.rest_bone
-        )
-
     def _prepare_bones(self, depsgraph) -> None:
         """Palette names, pivots and per-vertex influences (bone kinds), checked at the start frame."""
-        palette = animtex_palette.prepare(self.armature, self.parts, self._rigs(depsgraph), depsgraph)
-        self.bone_names, self.bone_pivots, self.rest_bone = palette.names, palette.pivots, palette.rest_bone
-        if palette.truncated:
+        posed = [b.posed(depsgraph) for b in self._binds(depsgraph)]
+        prepared = palette.prepare(self.armature.name, self.parts, posed)
+        self.bone_names, self.bone_pivots, self.rest_bone = (
+            prepared.names,
+            prepared.pivots,
+            prepared.rest_bone,
+        )
+        if prepared.truncated:
+            slots = palette.BONE_SLOTS
             self.warnings.append(
-                f"{palette.truncated} vertices have more than {BONE_SLOTS} influences: kept the largest "
-                f"{BONE_SLOTS}, renormalised (the error report includes the difference)"
+                f"{prepared.truncated} vertices have more than {slots} influences: kept the largest "
+                f"{slots}, renormalised (the error report includes the difference)"
             )
 
     def _sample(self, steps: Sequence[float]) -> Iterator[float]:
@@ -284,7 +283,7 @@ class TextureBake:
         """Bounding-box diagonal of the truth at every sample taken so far (the report's 100%)."""
         if self._diagonal is None:
             with self._phase("report"):
-                self._diagonal = animtex_report.scene_diagonal(self.parts, self.samples)
+                self._diagonal = verify.scene_diagonal(self.parts, self.samples)
         return self._diagonal
 
     def run(self) -> Iterator[float]:
@@ -359,18 +358,18 @@ class TextureBake:
         self, texture: AnimationTexture, clip: int, samples: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Positions (mesh-local) and normals ``(S, N, 3)`` as playback shows them at ``samples``."""
-        return animtex_report.decode(texture, self.parts, clip, samples, self.bone_factor)
+        return verify.decode(texture, self.parts, clip, samples, self.bone_factor)
 
     def report(self, texture: AnimationTexture) -> dict:
         """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip."""
         with self._phase("report"):
-            return animtex_report.bake_report(
+            return verify.bake_report(
                 texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
             )
 
     def encoding_bound(self, texture: AnimationTexture) -> float:
         """Largest position error quantisation alone causes at stored frames, in scene units."""
-        return animtex_report.encoding_bound(texture, self.parts, self.samples)
+        return verify.encoding_bound(texture, self.parts, self.samples)
 
     def _choose(self):
         """Generator returning ``(texture, report, tried)``: the fixed encoding, or the tolerance search

@@ -7,7 +7,8 @@ clip, and each part's object matrix. The vertex shader is the decoders of ``shad
 (reading layout, clip table and decode terms from the texture's embedded metadata block), so the preview
 plays exactly what an engine would. Non-looping clips replay from the start in the preview. The GLSL is
 ``shaders/animtex_crowd_{vert,frag}.glsl``, built and cached by the add-on's one shader loader
-(``gpu.shaders.get("crowd", "vertex" | "bone")``).
+(``draw.shaders.get("crowd", "vertex" | "bone")``). The grid, the per-instance data and the vertex
+columns are numpy (:mod:`..core.animtex.crowd`).
 
 A stats line in the viewport gives the instance count and the CPU time of the draw call.
 Unregister removes both draw handlers and frees every GPU object.
@@ -16,50 +17,25 @@ Unregister removes both draw handlers and frees every GPU object.
 from __future__ import annotations
 
 import json
-import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+import blf
 import bpy
 import gpu
 import numpy as np
-from bpy.props import FloatProperty, IntProperty
 
-from .. import bridge
+from .. import bridge, runtime
 from ..core.animtex import Kind, texture_from_metadata
+from ..core.animtex.crowd import CrowdLayout, crowd_layout, crowd_texels, crowd_vertices
 from ..draw import shaders
-from . import bake as animtex_bake
+from ..draw.buffers import float_texture, vertex_buffer
+from ..errors import HybridSkinError
+from .files import read_image
+from .scene import find_target
+from .summary import last_summary
 
-__all__ = ["CrowdLayout", "CrowdPreview", "crowd_layout", "is_active"]
-
-@dataclass(frozen=True)
-class CrowdLayout:
-    """Per instance: grid offset ``(N, 3)``, time offset in seconds ``(N,)`` and clip ``(N,)``."""
-
-    offsets: np.ndarray
-    time_offsets: np.ndarray
-    clips: np.ndarray
-
-
-def crowd_layout(count: int, spacing: float, durations: list[float], seed: int = 0) -> CrowdLayout:
-    """``count`` instances on a square grid centred on the origin (XY plane), clips cycling, random times."""
-    side = max(1, math.ceil(math.sqrt(count)))
-    i = np.arange(count)
-    offsets = np.stack(
-        [(i % side - (side - 1) / 2) * spacing, (i // side - (side - 1) / 2) * spacing, np.zeros(count)], -1
-    )
-    clips = i % len(durations)
-    rng = np.random.default_rng(seed)
-    times = rng.random(count) * np.maximum(np.asarray(durations)[clips], 1e-6)
-    return CrowdLayout(offsets.astype(np.float32), times.astype(np.float32), clips.astype(np.int32))
-
-
-def _texture(data: np.ndarray) -> gpu.types.GPUTexture:
-    data = np.ascontiguousarray(data, dtype=np.float32)
-    height, width = data.shape[:2]
-    buffer = gpu.types.Buffer("FLOAT", data.size, data.reshape(-1))
-    return gpu.types.GPUTexture((width, height), format="RGBA32F", data=buffer)
+__all__ = ["CrowdPreview", "hide", "is_active", "preview_for", "show", "stats_line"]
 
 
 class CrowdPreview:
@@ -71,7 +47,7 @@ class CrowdPreview:
 
     def __init__(self, meta: dict, channels: np.ndarray, parts: list[dict], layout: CrowdLayout):
         if meta.get("embedded_metadata") is None:
-            raise bridge.HybridSkinError(
+            raise HybridSkinError(
                 "The crowd preview reads the texture's metadata block: bake with Embed Metadata"
             )
         self.kind = Kind(meta["kind"])
@@ -80,51 +56,15 @@ class CrowdPreview:
         self.deform_factor = float(meta["deform_factor"]["value"] or 0.5)
         self.count = len(layout.clips)
         self.layout = layout
-        self.animation = _texture(channels)  # float32: PNG codes / Q and EXR values exactly
-        width = max(self.count, 3)
-        crowd = np.zeros((2 + len(parts), width, 4), np.float32)
-        crowd[0, : self.count, :3] = layout.offsets  # added to each part's world matrix
-        crowd[0, : self.count, 3] = layout.time_offsets
-        crowd[1, : self.count, 0] = layout.clips
-        for p, part in enumerate(parts):
-            crowd[2 + p, :3] = np.asarray(part["matrix"], dtype=np.float32)[:3]
-        self.crowd = _texture(crowd)
-        self.batch = self._batch(parts)
-        self.draw_ms = 0.0
-
-    def _batch(self, parts: list[dict]) -> gpu.types.GPUBatch:
-        columns = {name: [] for _kind, name in shaders.CROWD_VERTEX_INPUTS}
-        triangles, start = [], 0
-        for p, part in enumerate(parts):
-            n = len(part["positions"])
-            columns["rest_position"].append(part["positions"])
-            columns["rest_normal"].append(part["normals"])
-            columns["item"].append(part["items"])
-            columns["part"].append(np.full(n, p))
-            columns["bones"].append(part.get("bones", np.zeros((n, 4))))
-            columns["weights"].append(part.get("weights", np.zeros((n, 4))))
-            triangles.append(np.asarray(part["triangles"]) + start)
-            start += n
-        fmt = gpu.types.GPUVertFormat()
-        data = {}
-        for kind, name in shaders.CROWD_VERTEX_INPUTS:
-            integer = kind in ("INT", "IVEC4")
-            values = np.concatenate(columns[name]).astype(np.int32 if integer else np.float32)
-            data[name] = np.ascontiguousarray(values)
-            width = 1 if values.ndim == 1 else values.shape[1]
-            fmt.attr_add(
-                id=name,
-                comp_type="I32" if integer else "F32",
-                len=width,
-                fetch_mode="INT" if integer else "FLOAT",
-            )
-        vbo = gpu.types.GPUVertBuf(fmt, start)
-        for name, values in data.items():
-            vbo.attr_fill(name, values)
-        index = gpu.types.GPUIndexBuf(
-            type="TRIS", seq=np.ascontiguousarray(np.concatenate(triangles), np.int32)
+        self.animation = float_texture(channels)  # float32: PNG codes / Q and EXR values exactly
+        self.crowd = float_texture(crowd_texels(layout, [part["matrix"] for part in parts]))
+        columns, triangles = crowd_vertices(parts)
+        self.vertex_count = len(columns["item"])
+        vbo = vertex_buffer(columns, self.vertex_count)
+        self.batch = gpu.types.GPUBatch(
+            type="TRIS", buf=vbo, elem=gpu.types.GPUIndexBuf(type="TRIS", seq=triangles)
         )
-        return gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=index)
+        self.draw_ms = 0.0
 
     def draw(
         self, view_projection: np.ndarray, seconds: float, *, color=(0.8, 0.8, 0.8, 1.0), output_mode: int = 0
@@ -171,35 +111,27 @@ class CrowdPreview:
 
 def _mesh_parts(meta: dict, obj: bpy.types.Object, scene: bpy.types.Scene) -> list[dict]:
     """The baked meshes as the engine sees them: coordinates, triangles and the bake's per-vertex data."""
-    _arm, meshes = animtex_bake.find_target(obj, scene)
+    _arm, meshes = find_target(obj, scene)
     names = meta["mesh_attributes"]
     parts = []
     for mesh_obj in meshes:
         mesh = mesh_obj.data
-        n = len(mesh.vertices)
-        mesh.calc_loop_triangles()
         part = {
-            "positions": animtex_bake.bulk_read(mesh.vertices, "co", n, 3),
-            "normals": animtex_bake.bulk_read(mesh.vertex_normals, "vector", n, 3),
+            "positions": bridge.vertex_positions(mesh),
+            "normals": bridge.vertex_normals(mesh),
             "matrix": np.array(mesh_obj.matrix_world),
+            "triangles": bridge.triangle_vertices(mesh),
         }
-        tri = np.empty(len(mesh.loop_triangles) * 3, np.int32)
-        mesh.loop_triangles.foreach_get("vertices", tri)
-        part["triangles"] = tri.reshape(-1, 3)
         wanted = ["texel_index"] if meta["kind"] == "VERTEX" else ["bone_indices", "bone_weights"]
         missing = [names[k] for k in wanted if names.get(k) not in mesh.attributes]
         if missing:
-            raise bridge.HybridSkinError(f"'{mesh_obj.name}' lacks {missing}: bake again with Mesh Data on")
+            raise HybridSkinError(f"'{mesh_obj.name}' lacks {missing}: bake again with Mesh Data on")
         if meta["kind"] == "VERTEX":
-            items = np.empty(n, np.int32)
-            mesh.attributes[names["texel_index"]].data.foreach_get("value", items)
-            part["items"] = items
+            part["items"] = bridge.point_attribute(mesh, names["texel_index"], "value", 1, np.int32)[:, 0]
         else:
-            part["items"] = np.zeros(n, np.int32)
-            for key, out in (("bone_indices", "bones"), ("bone_weights", "weights")):
-                values = np.empty(n * 4, np.float32)
-                mesh.attributes[names[key]].data.foreach_get("color", values)
-                part[out] = values.reshape(n, 4)
+            part["items"] = np.zeros(len(mesh.vertices), np.int32)
+            part["bones"] = bridge.point_attribute(mesh, names["bone_indices"], "color", 4)
+            part["weights"] = bridge.point_attribute(mesh, names["bone_weights"], "color", 4)
         parts.append(part)
     return parts
 
@@ -208,11 +140,11 @@ def preview_for(
     obj: bpy.types.Object, scene: bpy.types.Scene, count: int, spacing: float = 0.0, seed: int = 0
 ) -> CrowdPreview:
     """A crowd of the active object's last bake (its sidecar and texture are read from disk)."""
-    summary = animtex_bake.last_summary(obj)
+    summary = last_summary(obj)
     if summary is None or not Path(summary["json"]).is_file():
-        raise bridge.HybridSkinError(f"'{obj.name}' has no animation texture bake: bake one first")
+        raise HybridSkinError(f"'{obj.name}' has no animation texture bake: bake one first")
     meta = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))
-    channels = animtex_bake.read_image(str(Path(summary["json"]).with_name(meta["image"])))
+    channels = read_image(str(Path(summary["json"]).with_name(meta["image"])))
     texture_from_metadata(meta, channels)  # checks the image matches the sidecar
     parts = _mesh_parts(meta, obj, scene)
     if spacing <= 0.0:
@@ -223,11 +155,9 @@ def preview_for(
 
 
 # ------------------------------------------------------------------------------ viewport drawing
-_state: dict = {"preview": None, "handles": []}
-
-
 def is_active() -> bool:
-    return _state["preview"] is not None
+    state = runtime.current()
+    return state is not None and state.crowd is not None
 
 
 def _seconds(scene: bpy.types.Scene) -> float:
@@ -235,7 +165,7 @@ def _seconds(scene: bpy.types.Scene) -> float:
 
 
 def _draw_view() -> None:
-    preview, context = _state["preview"], bpy.context
+    preview, context = runtime.get().crowd, bpy.context
     if preview is None or context.region_data is None:
         return
     try:
@@ -246,10 +176,7 @@ def _draw_view() -> None:
 
 
 def _draw_stats() -> None:
-    import blf
-
-    preview = _state["preview"]
-    if preview is None:
+    if runtime.get().crowd is None:
         return
     blf.position(0, 20, 30, 0)
     blf.size(0, 13)
@@ -258,17 +185,19 @@ def _draw_stats() -> None:
 
 
 def stats_line() -> str:
-    preview = _state["preview"]
+    preview = runtime.get().crowd
     if preview is None:
         return "Crowd preview off"
     return f"Crowd: {preview.count:,} instances, 1 draw call, {preview.draw_ms:.2f} ms (CPU submit)"
 
 
 def show(preview: CrowdPreview) -> None:
+    """Draw ``preview`` in every 3D viewport (replacing the one shown), with a statistics line."""
     hide()
-    _state["preview"] = preview
+    state = runtime.get()
+    state.crowd = preview
     space = bpy.types.SpaceView3D
-    _state["handles"] = [
+    state.crowd_handles = [
         space.draw_handler_add(_draw_view, (), "WINDOW", "POST_VIEW"),
         space.draw_handler_add(_draw_stats, (), "WINDOW", "POST_PIXEL"),
     ]
@@ -276,12 +205,14 @@ def show(preview: CrowdPreview) -> None:
 
 
 def hide() -> None:
-    for handle in _state["handles"]:
+    """Stop drawing the crowd and free its GPU objects."""
+    state = runtime.get()
+    for handle in state.crowd_handles:
         bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")
-    _state["handles"] = []
-    if _state["preview"] is not None:
-        _state["preview"].free()
-        _state["preview"] = None
+    state.crowd_handles = []
+    if state.crowd is not None:
+        state.crowd.free()
+        state.crowd = None
     _redraw()
 
 
@@ -292,46 +223,8 @@ def _redraw() -> None:
                 area.tag_redraw()
 
 
-class HYBRIDSKIN_OT_crowd_preview(bpy.types.Operator):
-    """Show or hide a crowd of the last animation texture bake, drawn with one instanced draw call"""
-
-    bl_idname = "hybrid_skin.crowd_preview"
-    bl_label = "Crowd Preview"
-
-    count: IntProperty(name="Instances", default=1000, min=1, soft_max=10000, max=100000)
-    spacing: FloatProperty(
-        name="Spacing",
-        subtype="DISTANCE",
-        default=0.0,
-        min=0.0,
-        description="Grid spacing (0: from the character's size)",
-    )
-
-    @classmethod
-    def poll(cls, context):
-        return is_active() or context.active_object is not None
-
-    def execute(self, context):
-        if is_active():
-            hide()
-            self.report({"INFO"}, "Crowd preview off")
-            return {"FINISHED"}
-        try:
-            preview = preview_for(context.active_object, context.scene, self.count, self.spacing)
-        except (bridge.HybridSkinError, shaders.ShaderCompileError, ValueError) as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
-        show(preview)
-        self.report({"INFO"}, f"Crowd preview: {preview.count:,} instances")
-        return {"FINISHED"}
-
-
-classes = (HYBRIDSKIN_OT_crowd_preview,)
-
-
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    """Nothing to register: the preview starts from its operator (:mod:`.operators`)."""
 
 
 def unregister() -> None:
@@ -339,5 +232,3 @@ def unregister() -> None:
         bpy.app.timers.unregister(hide)
     hide()
     shaders.clear_cache("crowd")
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)

@@ -1,17 +1,15 @@
-"""What an animation texture bake writes: the image, its JSON sidecar, mesh data and the UI summary.
+"""What an animation texture bake writes: the image, its JSON sidecar and the mesh data.
 
 Owns: the output folder check, saving the pixels with Blender's image API (Non-Color, alpha as data,
 exact codes) and reading them back, the atomic write of image + sidecar (temporary names, read-back
-check, rename into place; a failure leaves nothing), the per-vertex attributes and UV map named in the
-sidecar's ``mesh_attributes``, and the last bake's summary stored on the baked object.
+check, rename into place; a failure leaves nothing), and the per-vertex attributes and UV map named in
+the sidecar's ``mesh_attributes``. What the UI shows about the last bake is :mod:`.summary`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
-from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
@@ -19,14 +17,19 @@ import numpy as np
 from .. import bridge
 from ..core.animtex import AnimationTexture, Kind, Precision
 from ..core.animtex.metadata import DEFAULT_MESH_ATTRIBUTES
+from ..errors import HybridSkinError
 from .scene import MeshPart
 
-if TYPE_CHECKING:
-    from .bake import BakeResult
+__all__ = [
+    "BONE_ATTRIBUTES",
+    "PNG_COMPRESSION",
+    "VERTEX_ATTRIBUTES",
+    "check_directory",
+    "read_image",
+    "write_files",
+    "write_mesh_data",
+]
 
-HybridSkinError = bridge.HybridSkinError
-#: ID property (hidden: leading underscore) holding the last bake's summary for the UI.
-SUMMARY_PROPERTY = "_hybrid_skin_animtex"
 VERTEX_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("texel_index", "texel_uv")}
 BONE_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("bone_indices", "bone_weights")}
 
@@ -96,7 +99,7 @@ def _save_image(texture: AnimationTexture, path: str, png_compression: int = PNG
     try:
         image.colorspace_settings.name = "Non-Color"
         image.alpha_mode = "CHANNEL_PACKED"
-        image.pixels.foreach_set(_file_channels(texture).ravel())
+        bridge.set_image_pixels(image, _file_channels(texture))
         scene = bpy.data.scenes.new(".hybrid_skin_animtex")
         settings = scene.render.image_settings
         settings.color_mode = "RGBA"
@@ -123,12 +126,10 @@ def read_image(path: str) -> np.ndarray:
     try:
         image.colorspace_settings.name = "Non-Color"
         image.alpha_mode = "CHANNEL_PACKED"
-        width, height = image.size
-        buf = np.empty(width * height * 4, dtype=np.float32)
-        image.pixels.foreach_get(buf)
+        pixels = bridge.image_pixels(image)
     finally:
         bpy.data.images.remove(image)
-    return buf.reshape(height, width, 4)
+    return pixels
 
 
 def _codes_match(back: np.ndarray, texture: AnimationTexture) -> bool:
@@ -178,66 +179,19 @@ def write_files(
 
 
 # ------------------------------------------------------------------------------------ mesh data
-def _attribute(mesh: bpy.types.Mesh, name: str, data_type: str, field_name: str, values: np.ndarray) -> None:
-    attr = mesh.attributes.get(name)
-    if attr is not None and (attr.data_type != data_type or attr.domain != "POINT"):
-        mesh.attributes.remove(attr)
-        attr = None
-    if attr is None:
-        mesh.attributes.new(name, data_type, "POINT")
-    mesh.attributes[name].data.foreach_set(field_name, np.ascontiguousarray(values).ravel())
-
-
 def write_mesh_data(part: MeshPart, texture: AnimationTexture) -> None:
     """Texel index + UV map (VERTEX), or palette indices + weights (bone kinds), per vertex."""
     mesh = part.obj.data
     if texture.kind is not Kind.VERTEX:
-        _attribute(
-            mesh,
-            BONE_ATTRIBUTES["bone_indices"],
-            "FLOAT_COLOR",
-            "color",
-            part.bone_indices.astype(np.float32),
+        indices = part.bone_indices.astype(np.float32)
+        bridge.set_point_attribute(mesh, BONE_ATTRIBUTES["bone_indices"], "FLOAT_COLOR", "color", indices)
+        bridge.set_point_attribute(
+            mesh, BONE_ATTRIBUTES["bone_weights"], "FLOAT_COLOR", "color", part.bone_weights
         )
-        _attribute(mesh, BONE_ATTRIBUTES["bone_weights"], "FLOAT_COLOR", "color", part.bone_weights)
         return
     items = np.arange(part.start, part.stop, dtype=np.int32)
-    _attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "value", items)
+    bridge.set_point_attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "value", items)
     name = VERTEX_ATTRIBUTES["texel_uv"]
-    layer = mesh.uv_layers.get(name) or mesh.uv_layers.new(name=name, do_init=False)
-    if layer is None:
+    uv = texture.layout.item_uv()[part.start + bridge.corner_vertices(mesh)]
+    if not bridge.set_uv_map(mesh, name, uv):
         raise HybridSkinError(f"'{part.obj.name}' already has 8 UV maps: remove one for '{name}'")
-    corner_vertex = np.empty(len(mesh.loops), dtype=np.int32)
-    mesh.loops.foreach_get("vertex_index", corner_vertex)
-    uv = texture.layout.item_uv()[part.start + corner_vertex]
-    mesh.uv_layers[name].uv.foreach_set("vector", np.ascontiguousarray(uv, dtype=np.float32).ravel())
-
-
-# ------------------------------------------------------------------------------------- summary
-def summary(result: BakeResult) -> dict:
-    """What the UI shows about the last bake (stored on the baked object)."""
-    tex, overall = result.texture, result.report["overall"]
-    return {
-        "kind": tex.kind.value,
-        "precision": tex.precision.value,
-        "frame_step": tex.clips[0].frame_step,
-        "clips": len(tex.clips),
-        "size": [tex.layout.width, tex.layout.height],
-        "image": result.image_path,
-        "json": result.json_path,
-        "max": overall["max"],
-        "mean": overall["mean"],
-        "max_percent": overall["max_percent"],
-        "mean_percent": overall["mean_percent"],
-        "warnings": result.warnings,
-        "seconds": {name: round(t, 4) for name, t in result.timings.items()},
-    }
-
-
-def store_summary(obj: bpy.types.Object, result: BakeResult) -> None:
-    obj[SUMMARY_PROPERTY] = json.dumps(summary(result))
-
-
-def last_summary(obj: bpy.types.Object | None) -> dict | None:
-    text = obj.get(SUMMARY_PROPERTY) if obj is not None else None
-    return json.loads(text) if isinstance(text, str) else None

@@ -1,10 +1,11 @@
-"""Animation texture bake: the operator, its N-panel sub-panel and its Dope Sheet ▸ Action editor entries.
+"""Animation texture operators: the bake, and the crowd preview of the last bake.
 
 ``hybrid_skin.bake_animation_texture`` bakes the active action (or listed / all compatible actions, as
 clips of one texture) of the active armature for its skinned meshes, or of the active skinned mesh.
 From the UI it asks for its settings, then runs modally with a progress bar (Esc cancels, nothing is
 written); ``execute`` (scripts, command line) runs it to the end at once. Undoable: the only scene
-change is the per-vertex data written on the meshes.
+change is the per-vertex data written on the meshes. ``hybrid_skin.crowd_preview`` shows or hides a
+crowd of the last bake (:mod:`.crowd`). The panels that offer them are :mod:`.panels`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from bpy.props import (
     StringProperty,
 )
 
-from .. import bridge
+from ..draw.shaders import ShaderCompileError
+from ..errors import HybridSkinError
 from ..progress import ModalProgress
-from . import bake as animtex_bake
+from . import bake, crowd
+from .scene import compatible_actions, find_target
 
 KIND_ITEMS = [
     ("VERTEX", "Vertex", "Skinned positions and normals per vertex and frame (no skinning at runtime)"),
@@ -50,7 +53,8 @@ class HybridSkinAnimtexAction(bpy.types.PropertyGroup):
     use: BoolProperty(name="Bake", default=True)
 
 
-def _target(context):
+def bake_target(context) -> bpy.types.Object | None:
+    """The active armature or mesh (what a bake starts from), else None."""
     obj = context.active_object
     return obj if obj is not None and obj.type in {"ARMATURE", "MESH"} else None
 
@@ -72,7 +76,7 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         name="Frame Step",
         description="Scene frames between stored samples (below 1 samples fast actions between frames)",
         default=1.0,
-        min=animtex_bake.MIN_FRAME_STEP,
+        min=bake.MIN_FRAME_STEP,
         soft_max=16.0,
         step=50,
     )
@@ -103,18 +107,18 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _target(context) is not None and context.mode in {"OBJECT", "POSE"}
+        return bake_target(context) is not None and context.mode in {"OBJECT", "POSE"}
 
     def _action_names(self, context) -> list[str] | None:
         if self.action_source == "LISTED":
             return [item.name for item in self.actions if item.use] or None
         if self.action_source == "ALL":
-            arm, _meshes = animtex_bake.find_target(_target(context), context.scene)
-            return [a.name for a in animtex_bake.compatible_actions(arm)] or None
+            arm, _meshes = find_target(bake_target(context), context.scene)
+            return [a.name for a in compatible_actions(arm)] or None
         return None
 
-    def _make_job(self, context) -> animtex_bake.TextureBake:
-        options = animtex_bake.BakeOptions(
+    def _make_job(self, context) -> bake.TextureBake:
+        options = bake.BakeOptions(
             directory=self.directory,
             kind=self.kind,
             precision=self.precision,
@@ -127,8 +131,8 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             name=self.file_name,
         )
         if self.action_source == "LISTED" and not any(item.use for item in self.actions):
-            raise bridge.HybridSkinError("No action is ticked: tick at least one in the list")
-        return animtex_bake.TextureBake(context, _target(context), options, self._action_names(context))
+            raise HybridSkinError("No action is ticked: tick at least one in the list")
+        return bake.TextureBake(context, bake_target(context), options, self._action_names(context))
 
     def _done(self, job) -> set[str]:
         result = job.result
@@ -145,7 +149,7 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
     def execute(self, context):
         try:
             job = self._make_job(context)
-        except bridge.HybridSkinError as err:
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         if self.use_modal and context.window is not None:
@@ -155,7 +159,7 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         try:
             for progress in job.run():
                 wm.progress_update(int(progress * 100))
-        except bridge.HybridSkinError as err:
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         finally:
@@ -163,16 +167,16 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         return self._done(job)
 
     def invoke(self, context, event):
-        target = _target(context)
+        target = bake_target(context)
         try:
-            arm, _meshes = animtex_bake.find_target(target, context.scene)
-        except bridge.HybridSkinError as err:
+            arm, _meshes = find_target(target, context.scene)
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         active = arm.animation_data.action if arm.animation_data else None
         chosen = {item.name: item.use for item in self.actions}
         self.actions.clear()
-        for action in animtex_bake.compatible_actions(arm):
+        for action in compatible_actions(arm):
             item = self.actions.add()
             item.name = action.name
             item.use = chosen.get(action.name, action == active)
@@ -223,7 +227,7 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         except StopIteration:
             self._end(context)
             return self._done(self._job)
-        except bridge.HybridSkinError as err:
+        except HybridSkinError as err:
             self._end(context)
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -236,111 +240,48 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
-def timing_lines(seconds: dict[str, float]) -> list[str]:
-    """Where the last bake's time went (the phases of :data:`.animtex_bake.PHASES`), for the panel:
-    sampling and the truth at halfway frames usually dominate, then writing the image."""
-    if not seconds:
-        return []
-    phases = [(name, seconds.get(name, 0.0)) for name in animtex_bake.PHASES]
-    parts = [f"{name} {value:.2f}" for name, value in phases if value >= 0.005]
-    half = (len(parts) + 1) // 2
-    return [f"Baked in {sum(v for _, v in phases):.2f} s", ", ".join(parts[:half]), ", ".join(parts[half:])]
+class HYBRIDSKIN_OT_crowd_preview(bpy.types.Operator):
+    """Show or hide a crowd of the last animation texture bake, drawn with one instanced draw call"""
 
+    bl_idname = "hybrid_skin.crowd_preview"
+    bl_label = "Crowd Preview"
 
-def draw_summary(layout, obj) -> None:
-    """The last bake's error report (stored on the baked object)."""
-    info = animtex_bake.last_summary(obj)
-    if info is None:
-        return
-    col = layout.column(align=True)
-    col.label(
-        text=f"{info['kind']} {info['precision']}, step {info['frame_step']:g}, {info['clips']} clip(s), "
-        f"{info['size'][0]}×{info['size'][1]}"
+    count: IntProperty(name="Instances", default=1000, min=1, soft_max=10000, max=100000)
+    spacing: FloatProperty(
+        name="Spacing",
+        subtype="DISTANCE",
+        default=0.0,
+        min=0.0,
+        description="Grid spacing (0: from the character's size)",
     )
-    col.label(text=f"Max error {info['max']:.3g} ({info['max_percent']:.3g}%)")
-    col.label(text=f"Mean error {info['mean']:.3g} ({info['mean_percent']:.3g}%)")
-    for line in timing_lines(info.get("seconds", {})):
-        col.label(text=line, icon="TIME" if line.startswith("Baked") else "BLANK1")
-    for warning in info.get("warnings", ()):
-        col.label(text=warning, icon="ERROR")
-
-
-def _draw_bake_button(layout) -> None:
-    layout.operator(HYBRIDSKIN_OT_bake_animation_texture.bl_idname, icon="TEXTURE")
-
-
-class VIEW3D_PT_hybrid_skin_animtex(bpy.types.Panel):
-    """Bake actions into animation textures for crowds"""
-
-    bl_label = "Animation Texture"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Hybrid Skin"
-    bl_parent_id = "VIEW3D_PT_hybrid_skin"
-    bl_options = {"DEFAULT_CLOSED"}
 
     @classmethod
     def poll(cls, context):
-        return _target(context) is not None
+        return crowd.is_active() or context.active_object is not None
 
-    def draw(self, context):
-        _draw_bake_button(self.layout)
-        draw_summary(self.layout, _target(context))
-        if hasattr(bpy.types, "HYBRIDSKIN_OT_crowd_preview"):
-            from . import crowd  # noqa: PLC0415  (gpu only once the crowd is used)
-
-            text = "Hide Crowd" if crowd.is_active() else "Crowd Preview"
-            self.layout.operator("hybrid_skin.crowd_preview", text=text, icon="COMMUNITY")
-            if crowd.is_active():
-                self.layout.label(text=crowd.stats_line())
-
-
-def _is_action_editor(context) -> bool:
-    space = context.space_data
-    return space is not None and getattr(space, "ui_mode", getattr(space, "mode", "")) == "ACTION"
+    def execute(self, context):
+        if crowd.is_active():
+            crowd.hide()
+            self.report({"INFO"}, "Crowd preview off")
+            return {"FINISHED"}
+        try:
+            preview = crowd.preview_for(context.active_object, context.scene, self.count, self.spacing)
+        except (HybridSkinError, ShaderCompileError, ValueError) as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        crowd.show(preview)
+        self.report({"INFO"}, f"Crowd preview: {preview.count:,} instances")
+        return {"FINISHED"}
 
 
-class DOPESHEET_PT_hybrid_skin_animtex(bpy.types.Panel):
-    """Bake this action (or several) into an animation texture"""
-
-    bl_label = "Animation Texture"
-    bl_space_type = "DOPESHEET_EDITOR"
-    bl_region_type = "UI"
-    bl_category = "Hybrid Skin"
-
-    @classmethod
-    def poll(cls, context):
-        return _is_action_editor(context) and _target(context) is not None
-
-    def draw(self, context):
-        _draw_bake_button(self.layout)
-        draw_summary(self.layout, _target(context))
-
-
-def _menu_entry(self, context) -> None:
-    if _is_action_editor(context):
-        self.layout.separator()
-        _draw_bake_button(self.layout)
-
-
-#: The Action editor's own menu where it exists (Blender >= 4.4), else its Key menu.
-MENU = "DOPESHEET_MT_action" if hasattr(bpy.types, "DOPESHEET_MT_action") else "DOPESHEET_MT_key"
-
-classes = (
-    HybridSkinAnimtexAction,
-    HYBRIDSKIN_OT_bake_animation_texture,
-    VIEW3D_PT_hybrid_skin_animtex,
-    DOPESHEET_PT_hybrid_skin_animtex,
-)
+classes = (HybridSkinAnimtexAction, HYBRIDSKIN_OT_bake_animation_texture, HYBRIDSKIN_OT_crowd_preview)
 
 
 def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
-    getattr(bpy.types, MENU).append(_menu_entry)
 
 
 def unregister() -> None:
-    getattr(bpy.types, MENU).remove(_menu_entry)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

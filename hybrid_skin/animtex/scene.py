@@ -1,12 +1,12 @@
 """What an animation texture bake reads from the scene, and the scene state it changes and puts back.
 
 Owns: finding the target (an armature and the meshes it deforms, or one skinned mesh), each mesh's data
-at bake start (:class:`MeshPart`), the actions to bake and their clips and sampled frames, the samples
-taken at those frames (:class:`FrameSample`, keyed by :func:`frame_key`), and :class:`AnimationState`,
+at bake start (:class:`MeshPart`), the actions to bake and their clips, and :class:`AnimationState`,
 which plays one action at a time on the armature (NLA off, rest pose first), hides the baked meshes'
 deformation while sampling, and restores the action, slot, NLA settings, pose, the armature object's
 transform (an action may key it: root motion), modifier visibility and the scene frame afterwards.
-The baker (:mod:`.animtex_bake`) orchestrates.
+The samples taken at each frame are :class:`..core.animtex.samples.FrameSample`; the baker
+(:mod:`.bake`) orchestrates.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..core.animtex import Clip, mid_samples
-from ..skin import display as state
-
-HybridSkinError = bridge.HybridSkinError
+from ..core.animtex import Clip
+from ..errors import HybridSkinError
 
 #: Pose channels and their rest values: each clip starts from the rest pose, so channels an action
 #: does not key hold their rest value (as in an engine) instead of whatever the last action left.
@@ -53,7 +51,6 @@ class MeshPart:
 
     obj: bpy.types.Object
     modifier: str
-    groups: tuple[str, ...]
     base: np.ndarray  # (N, 3) the mesh's own vertex coordinates
     normals: np.ndarray  # (N, 3) its vertex normals
     start: int  # first item of this mesh in a VERTEX texture
@@ -63,22 +60,6 @@ class MeshPart:
     @property
     def stop(self) -> int:
         return self.start + len(self.base)
-
-
-@dataclass
-class FrameSample:
-    """The truth at one sampled frame of one clip."""
-
-    positions: np.ndarray  # (N_total, 3) truth, mesh-local, all parts concatenated
-    normals: np.ndarray
-    matrices: np.ndarray | None  # (B, 4, 4) palette skinning matrices in mesh space (bone kinds)
-    world: np.ndarray  # (P, 4, 4) each part's object matrix at this frame: errors are in scene units
-
-
-def bulk_read(collection, attr: str, count: int, width: int) -> np.ndarray:
-    buf = np.empty(count * width, dtype=np.float32)
-    collection.foreach_get(attr, buf)
-    return buf.reshape(count, width)
 
 
 def object_settings(obj: bpy.types.Object):
@@ -91,9 +72,7 @@ def _modifier_name(settings) -> str:
 
 
 def _uses(obj: bpy.types.Object, arm: bpy.types.Object) -> bool:
-    return obj.type == "MESH" and any(
-        m.type == "ARMATURE" and m.object == arm and m.name != state.DQS_MODIFIER for m in obj.modifiers
-    )
+    return obj.type == "MESH" and bridge.find_armature_modifier(obj, armature=arm) is not None
 
 
 def find_target(obj: bpy.types.Object | None, scene: bpy.types.Scene) -> tuple[bpy.types.Object, list]:
@@ -126,13 +105,9 @@ def mesh_parts(meshes: list[bpy.types.Object], *, single_user: bool) -> list[Mes
         settings = object_settings(obj)
         modifier = _modifier_name(settings)
         bridge.validate(obj, bridge.armature_modifier(obj, modifier))
-        vertex_group = settings is not None and settings.factor_mode == "VERTEX_GROUP"
-        groups = (settings.factor_vertex_group,) if vertex_group else ()
-        n = len(obj.data.vertices)
-        base = bulk_read(obj.data.vertices, "co", n, 3)
-        normals = bulk_read(obj.data.vertex_normals, "vector", n, 3)
-        parts.append(MeshPart(obj, modifier, groups, base, normals, start))
-        start += n
+        base, normals = bridge.vertex_positions(obj.data), bridge.vertex_normals(obj.data)
+        parts.append(MeshPart(obj, modifier, base, normals, start))
+        start += len(base)
     return parts
 
 
@@ -177,24 +152,6 @@ def clip_for(action: bpy.types.Action, fps: float, step: float) -> Clip:
     return Clip(action.name, start, end, fps=fps, loop=loop, frame_step=float(step))
 
 
-def frame_key(frame: float) -> float:
-    """The scene frame as a sample key: steps that land on the same frame share one sample."""
-    return round(float(frame), 6)
-
-
-def clip_frames(clip: Clip) -> tuple[np.ndarray, np.ndarray]:
-    """Scene frames of the stored samples and of the halfway samples of ``clip``."""
-    mids = clip.frame_start + clip.frame_step * mid_samples(clip.frame_count, clip.loop)
-    return clip.sample_frames(), mids
-
-
-def stack_samples(
-    samples: dict[tuple[int, float], FrameSample], clip_index: int, frames: np.ndarray, what: str
-) -> np.ndarray:
-    """One field of the samples of clip ``clip_index`` at scene ``frames``, stacked on a new first axis."""
-    return np.stack([getattr(samples[(clip_index, frame_key(f))], what) for f in frames])
-
-
 # ---------------------------------------------------------------------------- animation state
 class AnimationState:
     """The armature's animation settings, pose channels and the scene frame, put back by :meth:`restore`."""
@@ -215,8 +172,7 @@ class AnimationState:
             "action_extrapolation",
         )
         self.saved = {k: getattr(anim, k) for k in keys if anim is not None and hasattr(anim, k)}
-        bones = arm.pose.bones
-        self.pose = {k: bulk_read(bones, k, len(bones), len(v)) for k, v in POSE_CHANNELS.items()}
+        self.pose = {k: bridge.pose_channels(arm, k, len(v)) for k, v in POSE_CHANNELS.items()}
         # An action may key the armature object itself (root motion): each clip starts from, and the
         # bake ends with, the user's own object transform.
         self.transform = {k: tuple(getattr(arm, k)) for k in OBJECT_CHANNELS}
@@ -242,17 +198,13 @@ class AnimationState:
         for key, value in self.transform.items():
             setattr(self.arm, key, value)
 
-    def _set_pose(self, values: dict[str, np.ndarray]) -> None:
-        for key, value in values.items():
-            self.arm.pose.bones.foreach_set(key, np.ascontiguousarray(value, dtype=np.float32).ravel())
-
     def play(self, action: bpy.types.Action) -> None:
         anim = self.arm.animation_data or self.arm.animation_data_create()
         anim.use_nla = False
         anim.action_influence, anim.action_blend_type, anim.action_extrapolation = 1.0, "REPLACE", "HOLD"
         anim.action = action
         count = len(self.arm.pose.bones)
-        self._set_pose({k: np.tile(v, (count, 1)) for k, v in POSE_CHANNELS.items()})
+        bridge.set_pose_channels(self.arm, {k: np.tile(v, (count, 1)) for k, v in POSE_CHANNELS.items()})
         self._set_transform()
         if getattr(anim, "action_slot", True) is None:  # Blender >= 4.4: pick the object slot
             slot = next((s for s in action.slots if s.target_id_type in {"OBJECT", "UNSPECIFIED"}), None)
@@ -275,7 +227,7 @@ class AnimationState:
             for key, value in self.saved.items():
                 if key != "action_slot" or value is not None:
                     setattr(anim, key, value)
-        self._set_pose(self.pose)
+        bridge.set_pose_channels(self.arm, self.pose)
         self._set_transform()
         for mod in self.hidden:
             mod.show_viewport = True

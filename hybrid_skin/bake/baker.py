@@ -21,12 +21,12 @@ import os
 
 import bpy
 import numpy as np
+from bpy_extras import anim_utils
 
-from .. import bridge
+from .. import bridge, factor
 from ..core import pointcache
-from ..factor import vertex_factors
-from ..skin import bind as rig
-from ..skin import display as state
+from ..errors import HybridSkinError
+from ..skin import bind, display
 
 KEY_PREFIX = "HS Bake "
 CACHE_MODIFIER = "HybridSkin Cache"
@@ -35,9 +35,9 @@ TARGETS = ("SHAPE_KEYS", "CURRENT", "PC2", "MDD")
 
 def frames_of(start: int, end: int, step: int) -> list[int]:
     if step <= 0:
-        raise bridge.HybridSkinError(f"Frame step must be at least 1, got {step}")
+        raise HybridSkinError(f"Frame step must be at least 1, got {step}")
     if end < start:
-        raise bridge.HybridSkinError(
+        raise HybridSkinError(
             f"Frame range {start}–{end} is reversed: the end must not come before the start"
         )
     return list(range(start, end + 1, step))
@@ -48,33 +48,29 @@ def is_baked(obj: bpy.types.Object) -> bool:
 
 
 def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.Modifier:
-    """Raise :class:`bridge.HybridSkinError` unless ``obj`` can be baked to ``target``.
+    """Raise :class:`..errors.HybridSkinError` unless ``obj`` can be baked to ``target``.
 
     Returns the Armature modifier the bake replaces."""
-    from ..skin.operators import editable_mesh  # noqa: PLC0415
-
-    editable_mesh(obj)
+    bridge.editable_mesh(obj)
     if not obj.hybrid_skin.enabled:
-        raise bridge.HybridSkinError(
-            f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)"
-        )
+        raise HybridSkinError(f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)")
     if target not in TARGETS:
-        raise bridge.HybridSkinError(f"Unknown bake target '{target}'")
+        raise HybridSkinError(f"Unknown bake target '{target}'")
     mod = bridge.armature_modifier(obj, obj.hybrid_skin.modifier_name)
     bridge.validate(obj, mod)
     stack = list(obj.modifiers)
     above = [m.name for m in stack[: stack.index(mod)] if m.show_viewport or m.show_render]
     if above and target in ("SHAPE_KEYS", "CURRENT"):
-        raise bridge.HybridSkinError(
+        raise HybridSkinError(
             f"Modifiers {above} sit above '{mod.name}' on '{obj.name}': shape keys act before them. "
             "Apply or move them below, or bake to a point cache"
         )
     if target in ("PC2", "MDD"):
         folder = os.path.dirname(filepath) or "."
         if not filepath or os.path.isdir(filepath):
-            raise bridge.HybridSkinError("Choose a point cache file name")
+            raise HybridSkinError("Choose a point cache file name")
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            raise bridge.HybridSkinError(f"Cannot write to '{folder}': choose a writable folder")
+            raise HybridSkinError(f"Cannot write to '{folder}': choose a writable folder")
     return mod
 
 
@@ -86,8 +82,6 @@ def _fcurves(id_data):
     action = anim.action
     if hasattr(action, "fcurves") and not hasattr(action, "slots"):
         return action.fcurves  # Blender 4.2/4.3
-    from bpy_extras import anim_utils  # noqa: PLC0415
-
     bag = anim_utils.action_get_channelbag_for_slot(action, anim.action_slot)
     return None if bag is None else bag.fcurves
 
@@ -119,7 +113,7 @@ class Baker:
         obj = self.obj
         if is_baked(obj):
             clear(obj)
-        state.restore(obj)
+        display.restore(obj)
         stack = list(obj.modifiers)
         tail = stack[stack.index(self.mod) :]
         # Hidden while baking so the rest input is read directly; restored (or kept bypassed) later.
@@ -138,14 +132,10 @@ class Baker:
         frame = self.frames[self.index]
         self.context.scene.frame_set(frame)
         depsgraph = self.context.evaluated_depsgraph_get()
-        settings = self.obj.hybrid_skin
-        bound = rig.cached_rig(
-            self.obj,
-            depsgraph,
-            settings.modifier_name,
-            (settings.factor_vertex_group,) if settings.factor_mode == "VERTEX_GROUP" else (),
-        )
-        positions, _ = bound.evaluate(depsgraph, vertex_factors(self.obj, bound))
+        bound = bind.cached_bind(self.obj, depsgraph)
+        wanted = factor.resolve(self.obj, bound)
+        posed = bound.posed(depsgraph)
+        positions, _ = posed.skin(wanted.values(posed))
         if self.target in ("SHAPE_KEYS", "CURRENT"):
             positions = positions - bound.rest_positions  # only the skinning displacement
         self.results.append(positions)
@@ -160,7 +150,7 @@ class Baker:
     def cancel(self) -> None:
         self._restore_tail()
         self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
-        state.apply(self.obj)
+        display.apply(self.obj)
 
     def finish(self) -> None:
         obj = self.obj
@@ -206,14 +196,12 @@ class Baker:
             obj.shape_key_add(name="Basis", from_mix=False)
         key = obj.data.shape_keys
         basis = key.reference_key
-        n = len(obj.data.vertices)
-        base = np.empty(n * 3, np.float32)
-        basis.points.foreach_get("co", base)  # raw fast path (Blender ≥ 4.1)
+        base = bridge.shape_key_points(basis)  # raw fast path (Blender ≥ 4.1)
         names = []
         for frame, delta in zip(self.frames, self.results):
             name = f"{KEY_PREFIX}{frame:04d}" if self.target == "SHAPE_KEYS" else f"{KEY_PREFIX}Frame {frame}"
             kb = obj.shape_key_add(name=name, from_mix=False)
-            kb.points.foreach_set("co", base + delta.astype(np.float32).ravel())
+            bridge.set_shape_key_points(kb, base + delta.astype(np.float32))
             kb.relative_key = basis
             kb.value = 1.0 if self.target == "CURRENT" else 0.0
             names.append(kb.name)
@@ -272,4 +260,4 @@ def clear(obj: bpy.types.Object) -> None:
         if mod is not None:
             mod.show_viewport, mod.show_render = viewport, render
     obj.hybrid_skin.bake_state = ""
-    state.apply(obj)
+    display.apply(obj)

@@ -7,9 +7,9 @@ import time
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 
-from .. import bridge
+from ..errors import HybridSkinError
 from ..progress import ModalProgress
-from . import baker as bake
+from . import baker
 
 TARGET_ITEMS = [
     ("SHAPE_KEYS", "Shape Key per Frame", "One keyed shape key per baked frame (glTF morph targets)"),
@@ -32,44 +32,44 @@ class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
     frame_step: IntProperty(name="Step", description="Bake every Nth frame", default=1)
     filepath: StringProperty(name="Cache File", subtype="FILE_PATH", default="")
 
-    _baker: bake.Baker | None = None
+    _baker: baker.Baker | None = None
 
     @classmethod
     def poll(cls, context):
         obj = context.active_object
         return obj is not None and obj.type == "MESH" and context.mode == "OBJECT"
 
-    def _make_baker(self, context) -> bake.Baker:
+    def _make_baker(self, context) -> baker.Baker:
         scene = context.scene
         if self.target == "CURRENT":
             frames = [scene.frame_current]
         else:
             start = scene.frame_start if self.frame_start < 0 else self.frame_start
             end = scene.frame_end if self.frame_end < 0 else self.frame_end
-            frames = bake.frames_of(start, end, self.frame_step)
-        return bake.Baker(
+            frames = baker.frames_of(start, end, self.frame_step)
+        return baker.Baker(
             context, context.active_object, self.target, frames, bpy.path.abspath(self.filepath)
         )
 
     def execute(self, context):
         try:
-            baker = self._make_baker(context)
-        except bridge.HybridSkinError as err:
+            job = self._make_baker(context)
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         wm = context.window_manager
-        baker.start()
+        job.start()
         wm.progress_begin(0, 100)
         try:
-            while not baker.step():
-                wm.progress_update(int(baker.progress * 100))
-            baker.finish()
+            while not job.step():
+                wm.progress_update(int(job.progress * 100))
+            job.finish()
         except BaseException:
-            baker.cancel()
+            job.cancel()
             raise
         finally:
             wm.progress_end()
-        self.report({"INFO"}, f"Baked {len(baker.frames)} frame(s) of '{baker.obj.name}' ({self.target})")
+        self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}' ({self.target})")
         return {"FINISHED"}
 
     def invoke(self, context, event):
@@ -79,16 +79,16 @@ class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
             return {"RUNNING_MODAL"}
         try:
             self._baker = self._make_baker(context)
-        except bridge.HybridSkinError as err:
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         self._baker.start()
         return self.begin_modal(context)
 
     def modal(self, context, event):
-        baker = self._baker
+        job = self._baker
         if event.type == "ESC":
-            baker.cancel()
+            job.cancel()
             self._end(context)
             self.report({"WARNING"}, "Bake cancelled: nothing was changed")
             return {"CANCELLED"}
@@ -98,19 +98,19 @@ class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
         done = False
         try:
             while not done and time.perf_counter() < deadline:
-                done = baker.step()
+                done = job.step()
         except BaseException:
-            baker.cancel()  # a bug: put the scene back and remove the timer and progress bar
+            job.cancel()  # a bug: put the scene back and remove the timer and progress bar
             self._end(context)
             raise
         self.show_progress(
-            context, baker.progress, f"Hybrid Skin: baking {baker.index}/{len(baker.frames)} (Esc to cancel)"
+            context, job.progress, f"Hybrid Skin: baking {job.index}/{len(job.frames)} (Esc to cancel)"
         )
         if not done:
             return {"RUNNING_MODAL"}
-        baker.finish()
+        job.finish()
         self._end(context)
-        self.report({"INFO"}, f"Baked {len(baker.frames)} frame(s) of '{baker.obj.name}'")
+        self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}'")
         return {"FINISHED"}
 
 
@@ -124,10 +124,10 @@ class HYBRIDSKIN_OT_clear_bake(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         obj = context.active_object
-        return obj is not None and obj.type == "MESH" and bake.is_baked(obj)
+        return obj is not None and obj.type == "MESH" and baker.is_baked(obj)
 
     def execute(self, context):
-        bake.clear(context.active_object)
+        baker.clear(context.active_object)
         self.report({"INFO"}, "Cleared the Hybrid Skin bake")
         return {"FINISHED"}
 

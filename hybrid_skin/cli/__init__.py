@@ -1,7 +1,9 @@
 """Command line: ``python -m hybrid_skin <command>`` (headless, with Blender as the bpy module).
 
 Each command is a module with ``add_arguments(parser)`` and ``run(args) -> int``; add new ones to
-:data:`COMMANDS`. Command modules import bpy inside ``run`` only, so ``--help`` stays instant.
+:data:`COMMANDS`. Command modules import bpy inside ``run`` only, so ``--help`` stays instant. A command
+runs inside a runtime session (:func:`..runtime.session`): the add-on is not registered here, yet the
+bind cache and the core's threads need their runtime.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+
+from .. import runtime
 
 #: command name → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -30,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.run(args) or 0)
+    with runtime.session():
+        return int(args.run(args) or 0)
 
 
 if __name__ == "__main__":

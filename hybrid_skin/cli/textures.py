@@ -5,7 +5,7 @@ Example::
     python -m hybrid_skin bake-textures crowd.blend --object Armature --all-actions \\
         --kind BONE_DQ --precision PNG16 --output textures/
 
-Writes ``<output>/<name>.png|.exr`` and ``<name>.json`` (see :mod:`hybrid_skin.animtex_bake`) and prints
+Writes ``<output>/<name>.png|.exr`` and ``<name>.json`` (see :mod:`hybrid_skin.animtex.bake`) and prints
 the error report. Exit code 0 on success; 1 with an ``error:`` line on stderr when the scene or the
 output cannot be baked (no armature, unknown action, unwritable folder, ...); 2 for a missing file.
 The .blend is left unchanged unless ``--save`` asks to store the per-vertex texel data in it.
@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     import bpy
 
     from ..animtex import bake as animtex_bake
-    from ..bridge import HybridSkinError
+    from ..animtex.scene import compatible_actions, find_target
+    from ..errors import HybridSkinError
     from ..skin import properties
 
     own_properties = not hasattr(bpy.types.Object, "hybrid_skin")
@@ -83,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"no object '{args.object}' in {args.blend.name}")
         names = args.actions
         if args.all_actions:
-            arm, _meshes = animtex_bake.find_target(obj, bpy.context.scene)
-            names = [a.name for a in animtex_bake.compatible_actions(arm)]
+            arm, _meshes = find_target(obj, bpy.context.scene)
+            names = [a.name for a in compatible_actions(arm)]
             if not names:
                 return _fail(f"no action animates the bones of '{arm.name}'")
         options = animtex_bake.BakeOptions(

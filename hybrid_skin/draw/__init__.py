@@ -1,15 +1,22 @@
-"""GPU skinning: the GLSL shaders in ``shaders/``, their loader and per-object GPU resources.
+"""Drawing with the GPU: the GLSL shaders in ``shaders/``, their loader and per-object GPU resources.
 
 * :mod:`.shaders`    — the one loader: GLSL files → ``GPUShaderCreateInfo`` → cached shaders.
 * :mod:`.resources`  — :class:`~.resources.GpuSkin`, the per-object buffers/textures, draw and readback.
+* :mod:`.buffers`    — numpy arrays → GPU textures and vertex buffers.
+* :mod:`.colors`     — the colour an object is drawn with.
 * :mod:`.comparison` — LBS | hybrid | DQS side by side into a PNG, with the viewport's own draw code.
 
-Nothing here registers anything: the add-on's draw handler owns the ``GpuSkin`` objects and calls
-``shaders.clear_cache()`` on unregister. Using the GPU needs a GPU context: any draw callback in the UI, or,
-in background mode, :func:`ensure_gpu_context` first.
+(Named ``draw``, not ``gpu``: a package of that name would shadow Blender's own ``gpu`` module for
+anything importing relative to it.) Nothing here registers anything: the viewport (``skin/viewport.py``)
+and the crowd preview own their GPU objects, and compiled shaders live in the add-on's runtime. Using the
+GPU needs a GPU context: any draw callback in the UI, or, in background mode, :func:`ensure_gpu_context`
+first.
 """
 
 from __future__ import annotations
+
+import bpy
+import gpu
 
 __all__ = ["ensure_gpu_context"]
 
@@ -21,9 +28,6 @@ def ensure_gpu_context() -> None:
     raises "not available in background mode". One 8×8 Workbench render of a throwaway scene creates it
     (Mesa's llvmpipe is enough). With a UI the context always exists and this costs one tiny allocation.
     """
-    import bpy
-    import gpu
-
     try:
         gpu.types.GPUOffScreen(1, 1).free()
         return

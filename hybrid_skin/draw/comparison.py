@@ -12,19 +12,20 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import blf
 import bpy
 import gpu
 import numpy as np
 from mathutils import Matrix
 
-from .. import bridge
-from ..core.skinning import skin
-from ..factor import vertex_factors
-from ..skin import bind as rig_module
+from .. import bridge, factor
+from ..factor import DeformFactor
+from ..skin import bind
 from . import ensure_gpu_context
+from .colors import display_color
 from .resources import GpuSkin
 
-__all__ = ["display_color", "frame_bounds", "render_comparison"]
+__all__ = ["frame_bounds", "render_comparison"]
 
 BACKGROUND = (0.19, 0.19, 0.2, 1.0)  # display sRGB: the offscreen is plain RGBA8
 SEPARATOR = (0.32, 0.32, 0.34, 1.0)
@@ -32,13 +33,6 @@ LABEL_COLOR = (0.95, 0.95, 0.95, 1.0)
 #: Default framing: from the front (-Y), a little right and above, like Blender's front-right 3/4 view.
 VIEW_DIRECTION = (0.45, -1.0, 0.35)
 FIELD_OF_VIEW = math.radians(30.0)
-
-
-def display_color(obj: bpy.types.Object) -> tuple[float, float, float, float]:
-    """Scene-linear colour the viewport shows: the material's viewport colour, else the object colour."""
-    material = obj.active_material
-    rgba = material.diffuse_color if material is not None else obj.color
-    return (float(rgba[0]), float(rgba[1]), float(rgba[2]), 1.0)
 
 
 def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -87,32 +81,22 @@ def _scene_and_depsgraph(context_or_scene) -> tuple[bpy.types.Scene, bpy.types.D
     return context_or_scene.scene, context_or_scene.evaluated_depsgraph_get()
 
 
-def _posed_rig(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph):
-    """The object's rig, this frame's palette and mesh→armature matrix, its factors and their label,
-    prepared the way ``SkinRig.evaluate`` prepares them (fresh rest input and binding, AUTO resolved)."""
-    settings = getattr(obj, "hybrid_skin", None)
-    modifier = settings.modifier_name if settings is not None else ""
-    by_group = settings is not None and settings.factor_mode == "VERTEX_GROUP"
-    rig = rig_module.cached_rig(obj, depsgraph, modifier, (settings.factor_vertex_group,) if by_group else ())
-    arm_eval = bpy.data.objects[rig.armature_name].evaluated_get(depsgraph)
-    target_to_armature = rig.target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
-    moved = rig.refresh_rest(obj, depsgraph)
-    if moved or not np.allclose(target_to_armature, rig.bound_target_to_armature, rtol=0.0, atol=1e-9):
-        rig.rebuild_binding(target_to_armature, arm_eval)
-    deform = rig.deform_matrices(arm_eval)
-    factors = vertex_factors(obj, rig)
-    if isinstance(factors, str):  # "AUTO": per vertex, from this pose
-        factors, label = rig.auto_factors(deform), "Hybrid f=auto"
-    elif np.ndim(factors) == 0:
-        label = f"Hybrid f={float(factors):.2f}"
+def _posed_with_factor(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph):
+    """The object's bind posed at this frame, its factor (Auto resolved from this pose) and its label."""
+    bound = bind.cached_bind(obj, depsgraph)
+    wanted = factor.resolve(obj, bound)
+    posed = bound.posed(depsgraph)
+    values = wanted.values(posed)
+    if wanted.auto:
+        label = "Hybrid f=auto"
+    elif np.ndim(values) == 0:
+        label = f"Hybrid f={float(values):.2f}"
     else:
-        label = f"Hybrid f=group (mean {float(np.mean(factors)):.2f})"
-    return rig, rig.palette(arm_eval, deform), target_to_armature, factors, label
+        label = f"Hybrid f=group (mean {float(np.mean(values)):.2f})"
+    return posed, values, label
 
 
 def _draw_labels(texts: list[str], panel_width: int, height: int, scale: int) -> None:
-    import blf
-
     font = 0
     with gpu.matrix.push_pop(), gpu.matrix.push_pop_projection():
         gpu.matrix.load_identity()
@@ -131,7 +115,7 @@ def _save_png(pixels: np.ndarray, filepath: Path) -> None:
     height, width = pixels.shape[:2]
     image = bpy.data.images.new("hybrid_skin_comparison", width, height, alpha=True)
     try:
-        image.pixels.foreach_set(np.ascontiguousarray(pixels, dtype=np.float32).reshape(-1))
+        bridge.set_image_pixels(image, pixels)
         image.filepath_raw = str(filepath)
         image.file_format = "PNG"
         image.save()
@@ -145,11 +129,12 @@ def render_comparison(context_or_scene, obj: bpy.types.Object, filepath: str | P
 
     ``context_or_scene``: a ``bpy.types.Context`` or a ``Scene``. ``width`` × ``height`` is one panel;
     the image is ``3 * width`` × ``height``. Returns the absolute path written. Raises
-    ``bridge.HybridSkinError`` for an object Hybrid Skin cannot skin.
+    :class:`..errors.HybridSkinError` for an object Hybrid Skin cannot skin.
     """
     ensure_gpu_context()
     scene, depsgraph = _scene_and_depsgraph(context_or_scene)
-    rig, palette, target_to_armature, factors, label = _posed_rig(obj, depsgraph)
+    posed, factors, label = _posed_with_factor(obj, depsgraph)
+    bound, palette, target_to_armature = posed.bind, posed.palette, posed.target_to_armature
     object_matrix = bridge.object_matrix(obj.evaluated_get(depsgraph))
 
     panel_w, full_h = width * supersample, height * supersample
@@ -159,16 +144,16 @@ def render_comparison(context_or_scene, obj: bpy.types.Object, filepath: str | P
         projection = np.array(camera.calc_matrix_camera(depsgraph, x=panel_w, y=full_h))
         view_projection = projection @ np.linalg.inv(bridge.object_matrix(camera))
     else:
-        t2a = target_to_armature
-        lbs_dqs = [skin(rig.rest_positions, rig.binding, palette, f, None, t2a)[0] for f in (0.0, 1.0)]
-        local = np.concatenate(lbs_dqs).astype(np.float64)
+        local = np.concatenate([posed.skin(f)[0] for f in (0.0, 1.0)]).astype(np.float64)
         view_projection = frame_bounds(local @ object_matrix[:3, :3].T + object_matrix[:3, 3], aspect)
 
-    gpu_skin = GpuSkin(rig, bridge.surface(obj.data), factors)
+    per_vertex = np.ndim(factors) > 0
+    drawn = DeformFactor.per_vertex(factors) if per_vertex else DeformFactor(float(factors))
+    gpu_skin = GpuSkin(bound, bridge.surface(obj.data), drawn)
     offscreen = gpu.types.GPUOffScreen(panel_w * 3, full_h, format="RGBA8")
     try:
         gpu_skin.update_pose(palette, target_to_armature)
-        color = display_color(obj)
+        color = (*display_color(obj)[:3], 1.0)  # opaque panels: the PNG has no transparency
         with offscreen.bind():
             framebuffer = gpu.state.active_framebuffer_get()
             framebuffer.clear(color=BACKGROUND, depth=1.0)

@@ -26,7 +26,9 @@ import numpy as np
 
 from ..core.gpu_layout import pack_bone_texture, pack_influences
 from ..core.skinning import BonePalette, SkinBinding
+from ..factor import DeformFactor
 from . import shaders
+from .buffers import float_texture, vertex_buffer
 
 __all__ = ["GpuSkin", "SkinSource", "eye_from_view_projection"]
 
@@ -35,7 +37,7 @@ READBACK_WIDTH = 1024
 
 
 class SkinSource(Protocol):
-    """What :class:`GpuSkin` needs from a bind (``hybrid_skin.rig.SkinRig`` provides it)."""
+    """What :class:`GpuSkin` needs from a bind (``hybrid_skin.skin.bind.MeshBind`` provides it)."""
 
     rest_positions: np.ndarray
     rest_normals: np.ndarray
@@ -44,35 +46,6 @@ class SkinSource(Protocol):
 
 def _f32(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.float32)
-
-
-def _texture(data: np.ndarray, texture_format: str) -> gpu.types.GPUTexture:
-    """``(height, width, channels)`` float32 → GPUTexture.
-
-    ``gpu.types.Buffer`` wraps numpy memory without copying or checking the dtype (float64 data would be
-    reinterpreted), so the array is made float32 and contiguous here and kept alive until the upload.
-    """
-    data = _f32(data)
-    height, width = data.shape[:2]
-    limit = gpu.capabilities.max_texture_size_get()
-    if width > limit or height > limit:
-        raise ValueError(f"a {width}x{height} texture exceeds this GPU's limit of {limit} texels per side")
-    buffer = gpu.types.Buffer("FLOAT", data.size, data.reshape(-1))
-    return gpu.types.GPUTexture((width, height), format=texture_format, data=buffer)
-
-
-def _vertex_buffer(columns: dict[str, np.ndarray], length: int) -> gpu.types.GPUVertBuf:
-    fmt = gpu.types.GPUVertFormat()
-    for name, values in columns.items():
-        width = 1 if values.ndim == 1 else values.shape[1]
-        if values.dtype == np.int32:
-            fmt.attr_add(id=name, comp_type="I32", len=width, fetch_mode="INT")
-        else:
-            fmt.attr_add(id=name, comp_type="F32", len=width, fetch_mode="FLOAT")
-    vbo = gpu.types.GPUVertBuf(fmt, length)
-    for name, values in columns.items():
-        vbo.attr_fill(name, values)
-    return vbo
 
 
 def eye_from_view_projection(view_projection: np.ndarray) -> np.ndarray:
@@ -91,15 +64,15 @@ def eye_from_view_projection(view_projection: np.ndarray) -> np.ndarray:
 class GpuSkin:
     """GPU skinning of one mesh object (see the module docstring for what is uploaded when).
 
-    ``rig``: rest positions/normals ``(N, 3)`` in mesh space and the binding. ``surface``: ``(triangles
-    (T, 3) corner indices, corner_vertex (C,), corner_normals (C, 3))`` from ``bridge.surface``.
-    ``factors``: a global factor, an ``(N,)`` per-vertex factor array or ``"AUTO"`` (see :meth:`set_factors`).
+    ``source``: rest positions/normals ``(N, 3)`` in mesh space and the binding (a bind). ``surface``:
+    ``(triangles (T, 3) corner indices, corner_vertex (C,), corner_normals (C, 3))`` from
+    ``bridge.surface``. ``factor``: the deform factor to draw with (see :meth:`set_factor`).
     """
 
-    def __init__(self, rig: SkinSource, surface: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 factors: float | np.ndarray = 0.5) -> None:
-        n = rig.binding.vertex_count
-        self.rig = rig
+    def __init__(self, source: SkinSource, surface: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 factor: DeformFactor | None = None) -> None:
+        n = source.binding.vertex_count
+        self.source = source
         self.vertex_count = n
         triangles, corner_vertex, corner_normals = surface
         self._corner_vertex = np.ascontiguousarray(corner_vertex, dtype=np.int64)
@@ -125,8 +98,8 @@ class GpuSkin:
         self._factor_map = np.ones(n, dtype=np.float32)
         self._factor_map_source: np.ndarray | None = None
         self._factor_map_mix = 0.0
-        self._upload_static(rig.binding, rig.rest_positions, rig.rest_normals)
-        self.set_factors(factors)
+        self._upload_static(source.binding, source.rest_positions, source.rest_normals)
+        self.set_factor(DeformFactor() if factor is None else factor)
 
     # -- per bind ---------------------------------------------------------------------------------------
 
@@ -140,7 +113,7 @@ class GpuSkin:
                 f"binding ({binding.vertex_count}) and rest positions {np.shape(rest_positions)} "
                 f"do not match the mesh's {n} vertices"
             )
-        self._rest_source = (rest_positions, rest_normals)  # identity, to notice a rig that re-read its rest
+        self._rest_source = (rest_positions, rest_normals)  # identity, to notice a bind that re-read its rest
         self._rest_positions = _f32(rest_positions)
         self._rest_normals = _f32(rest_normals).reshape(n, 3)
         layout = pack_influences(binding)
@@ -149,7 +122,7 @@ class GpuSkin:
         self._influence = layout.influence
         used = binding.bone_indices[binding.weights != 0.0]
         self._bones_needed = int(used.max()) + 1 if used.size else 0
-        self._influences = _texture(layout.texels, "RG32F")
+        self._influences = float_texture(layout.texels, "RG32F")
         cv = self._corner_vertex
         static = {
             "rest_position": self._rest_positions[cv],
@@ -157,12 +130,12 @@ class GpuSkin:
             "skin_span": np.ascontiguousarray(self._span[cv]),
             "skin_influence": np.ascontiguousarray(self._influence[cv]),
         }
-        self._corner_buffer = _vertex_buffer(static, self.corner_count)
+        self._corner_buffer = vertex_buffer(static, self.corner_count)
         self._readback_buffer: gpu.types.GPUVertBuf | None = None
         self._upload_factor_map()
 
     def _upload_factor_map(self) -> None:
-        self._corner_factors = _vertex_buffer({"factor_map": self._factor_map[self._corner_vertex]},
+        self._corner_factors = vertex_buffer({"factor_map": self._factor_map[self._corner_vertex]},
                                               self.corner_count)
         self._batch = None
         if self._index_buffer is not None:
@@ -172,30 +145,23 @@ class GpuSkin:
 
     # -- factors ----------------------------------------------------------------------------------------
 
-    def set_factors(self, factors: float | np.ndarray | str) -> None:
-        """A scalar sets the global factor only (no upload: slider drags are free). An ``(N,)`` array
-        becomes the per-vertex map (one O(N) upload) with a global factor of 1. ``"AUTO"`` switches the
-        shader to the per-vertex AUTO factor, computed from the bone data :meth:`update_pose` receives
-        (no upload; the slider and the map are ignored)."""
-        if isinstance(factors, str):
-            if factors != "AUTO":
-                raise ValueError(f"factors must be a number, an (N,) array or 'AUTO', not {factors!r}")
+    def set_factor(self, factor: DeformFactor) -> None:
+        """A global factor sets one uniform only (no upload: slider drags are free). Per-vertex weights
+        become the factor map (one O(N) upload, see :meth:`set_factor_map`) scaled by the factor's number
+        in the shader. Auto switches the shader to the per-vertex AUTO factor, computed from the bone data
+        :meth:`update_pose` receives (no upload; the number and the map are ignored)."""
+        if factor.auto:
             self.auto_factor = True
             return
-        self.auto_factor = False
-        if np.ndim(factors) == 0:
-            self.deform_factor = float(factors)
-            self._factor_map_mix = 0.0
-            return
-        self.set_factor_map(factors)
-        self.deform_factor = 1.0
+        self.set_factor_map(factor.weights)
+        self.deform_factor = float(factor.value)
 
     def set_factor_map(self, factor_map: np.ndarray | None) -> None:
         """Per-vertex map multiplied by :attr:`deform_factor` in the shader (e.g. a vertex group's weights,
         so that the slider still scales it for free); ``None`` goes back to the global factor alone.
 
         Passing the array object uploaded last again only re-enables the map (no upload): callers hand in
-        the rig's own weights array, which is replaced, not edited, when the weights change."""
+        the bind's own weights array, which is replaced, not edited, when the weights change."""
         if factor_map is not None and factor_map is not self._factor_map_source:
             values = _f32(factor_map)
             if values.shape != (self.vertex_count,):
@@ -213,16 +179,16 @@ class GpuSkin:
         """Upload this frame's bones (O(bones); no per-vertex work).
 
         ``auto_bone_data``: the ``(B, 4)`` per-bone twist and swing of this pose
-        (``SkinRig.auto_bone_data``, O(bones)), needed to draw with the AUTO factor.
+        (``PosedBind.auto_bone_data``, O(bones)), needed to draw with the AUTO factor.
 
-        Static data is re-uploaded (O(N)) only when the rig replaced it: ``binding`` if given, else
-        ``rig.binding`` (``SkinRig.rebuild_binding`` replaces it when B-bone influences must follow a new
-        object transform), and ``rig.rest_positions``/``rest_normals`` (``SkinRig.refresh_rest``, animated
-        shape keys). These are identity checks, free on every other frame.
+        Static data is re-uploaded (O(N)) only when the source replaced it: ``binding`` if given, else
+        ``source.binding`` (``MeshBind.posed`` rebuilds it when B-bone or envelope influences must follow
+        a new object transform), and ``source.rest_positions``/``rest_normals`` (re-read when shape keys
+        animate). These are identity checks, free on every other frame.
         """
         self._check_alive()
-        binding = binding if binding is not None else getattr(self.rig, "binding", self.binding)
-        rest = (getattr(self.rig, "rest_positions", None), getattr(self.rig, "rest_normals", None))
+        binding = binding if binding is not None else getattr(self.source, "binding", self.binding)
+        rest = (getattr(self.source, "rest_positions", None), getattr(self.source, "rest_normals", None))
         if rest[0] is None or rest[1] is None:
             rest = self._rest_source
         stale_rest = rest[0] is not self._rest_source[0] or rest[1] is not self._rest_source[1]
@@ -230,7 +196,7 @@ class GpuSkin:
             self._upload_static(binding, *rest)
         if palette.bone_count < self._bones_needed:
             raise ValueError(f"palette has {palette.bone_count} bones, the binding uses {self._bones_needed}")
-        self._bones = _texture(pack_bone_texture(palette, auto_bone_data), "RGBA32F")
+        self._bones = float_texture(pack_bone_texture(palette, auto_bone_data), "RGBA32F")
         self._has_auto_data = auto_bone_data is not None
         self.bone_count = palette.bone_count
         self._use_pivot = palette.pivot is not None
@@ -322,14 +288,14 @@ class GpuSkin:
         height = math.ceil(n / width)
         if self._readback_batch is None:
             if self._readback_buffer is None:
-                self._readback_buffer = _vertex_buffer({
+                self._readback_buffer = vertex_buffer({
                     "rest_position": self._rest_positions,
                     "rest_normal": self._rest_normals,
                     "skin_span": self._span,
                     "skin_influence": self._influence,
                 }, n)
             self._readback_batch = gpu.types.GPUBatch(type="POINTS", buf=self._readback_buffer)
-            self._readback_batch.vertbuf_add(_vertex_buffer({"factor_map": self._factor_map}, n))
+            self._readback_batch.vertbuf_add(vertex_buffer({"factor_map": self._factor_map}, n))
         params = self._params(self._armature_to_target, deform_factor,
                               readback=output, target_size=(width, height))
         program = shaders.get("readback", variant)

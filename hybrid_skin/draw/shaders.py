@@ -11,13 +11,13 @@ libraries and ``main()`` files, fragment file, variants, and what its create-inf
   A/B pictures). Constants the GLSL shares with Python (the AUTO factor's targets and angle, the bone
   texel it reads, the factor mode values) are passed as defines built from the Python modules that own
   them (:func:`constant_defines`), so each has one source of truth.
-* ``"crowd"``: the instanced crowd preview (``crowd.py``), the animation texture decoders
+* ``"crowd"``: the instanced crowd preview (``animtex/crowd.py``), the animation texture decoders
   ``animtex_vertex.glsl`` (+ ``animtex_bone.glsl``) followed by ``animtex_crowd_vert.glsl``; push constants
   and two textures (:class:`CrowdProgram`). Variants (:data:`CROWD_VARIANTS`): ``"vertex"`` and ``"bone"``.
 
-Shaders compile on first use and stay cached until :func:`clear_cache` (called by the add-on's
-``unregister``). Compile failures raise :class:`ShaderCompileError` naming the shader and its files and
-carrying Blender's compiler log, which Blender itself only prints to the console.
+Shaders compile on first use and stay cached in the add-on's runtime (:mod:`..runtime`) until
+:func:`clear_cache` or unregister. Compile failures raise :class:`ShaderCompileError` naming the shader
+and its files and carrying Blender's compiler log, which Blender itself only prints to the console.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pathlib import Path
 import gpu
 import numpy as np
 
+from .. import runtime
 from ..core import autofactor
 from ..core.gpu_layout import AUTO_TEXEL, INFLUENCE_TEXTURE_WIDTH
 
@@ -405,22 +406,23 @@ def _compile(kind: str, variant: str) -> Program:
     ) from failure
 
 
-_CACHE: dict[tuple[str, str], Program] = {}
-
-
 def get(kind: str = "viewport", variant: str = "hybrid") -> Program:
     """The compiled shader for ``kind`` (a key of :data:`KINDS`) and one of its variants, cached.
 
     ``"viewport"`` / ``"readback"`` give a :class:`SkinProgram`, ``"crowd"`` a :class:`CrowdProgram`.
     """
+    cache = runtime.get().shaders
     key = (kind, variant)
-    program = _CACHE.get(key)
+    program = cache.get(key)
     if program is None:
-        program = _CACHE[key] = _compile(kind, variant)
+        program = cache[key] = _compile(kind, variant)
     return program
 
 
 def clear_cache(kind: str | None = None) -> None:
-    """Drop the compiled shaders of ``kind``, or every one (unregister, or after editing the GLSL files)."""
-    for key in [key for key in _CACHE if kind is None or key[0] == kind]:
-        del _CACHE[key]
+    """Drop the compiled shaders of ``kind``, or every one (after editing the GLSL files)."""
+    state = runtime.current()
+    if state is None:
+        return
+    for key in [key for key in state.shaders if kind is None or key[0] == kind]:
+        del state.shaders[key]

@@ -1,8 +1,13 @@
-"""Bind state of one skinned mesh: read once per bind, evaluated per frame in O(bones) + the core.
+"""Bind state of one skinned mesh: read once per bind, brought up to each frame in O(bones) + the core.
 
-A :class:`SkinRig` holds what does not change from frame to frame (rest geometry, influences, B-bone
-rest segments). Per frame, :meth:`SkinRig.palette` reads the evaluated pose in bulk and builds bone
-matrices and dual quaternions (O(bones)); :meth:`SkinRig.evaluate` runs the numpy core.
+A :class:`MeshBind` holds what does not change from frame to frame (rest geometry, influences, B-bone
+rest segments). :meth:`MeshBind.posed` is the one way to bring it up to the depsgraph's frame: re-read a
+rest input that can animate, rebuild the influences when they depend on where the rest points sit in
+armature space, and read the pose in bulk (deform matrices, bone palette) as a :class:`PosedBind`,
+which skins. The API, the viewport, the render comparison, the analysis and every bake use it.
+
+Binds are cached per object in the :mod:`runtime <..runtime>` (:func:`cached_bind`), keyed by the
+object and re-bound when its mesh, modifier settings, vertex groups or bones change.
 """
 
 from __future__ import annotations
@@ -13,16 +18,38 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from .. import bridge
+from .. import bridge, runtime
 from ..core import autofactor
 from ..core import binding as core_binding
 from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin
+from ..errors import HybridSkinError
 
-__all__ = ["SkinRig", "bind", "cached_rig", "forget", "forget_all"]
+__all__ = [
+    "TRANSFORM_TOLERANCE",
+    "MeshBind",
+    "PosedBind",
+    "bind",
+    "bind_groups",
+    "cached_bind",
+    "forget",
+    "forget_all",
+    "peek",
+    "rebind",
+]
+
+#: Largest change of an entry of the mesh-to-armature matrix that still counts as "not moved".
+TRANSFORM_TOLERANCE = 1e-9
+
+
+def target_to_armature(obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -> np.ndarray:
+    """Mesh-local → armature space ``(4, 4)`` (Blender's ``premat``) of the evaluated objects."""
+    return np.linalg.inv(np.linalg.inv(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
 
 
 @dataclass
-class SkinRig:
+class MeshBind:
+    """One mesh's bind: rest input, influences and bone rest data, as :func:`bind` read them."""
+
     object_name: str
     modifier_name: str
     armature_name: str
@@ -75,9 +102,7 @@ class SkinRig:
         """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
         mod = obj.modifiers.get(self.modifier_name)
         if mod is None:
-            raise bridge.HybridSkinError(
-                f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind"
-            )
+            raise HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
         stack = list(obj.modifiers)
         dynamic = obj.data.shape_keys is not None or any(m.show_viewport for m in stack[: stack.index(mod)])
         if not dynamic:
@@ -89,8 +114,11 @@ class SkinRig:
         self.rest_normals = np.ascontiguousarray(normals, dtype=np.float32)
         return True
 
-    def target_to_armature(self, obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -> np.ndarray:
-        return np.linalg.inv(np.linalg.inv(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
+    @property
+    def binding_uses_positions(self) -> bool:
+        """Whether the influences depend on where the rest points lie in armature space: B-bone segments
+        and envelopes do; plain vertex-group weights (and the mask group) do not."""
+        return bool((self.bones.segments > 1).any() or self.bones.envelope_multiply.any() or self.mask[2])
 
     def deform_matrices(self, arm_eval: bpy.types.Object) -> np.ndarray:
         """Deform matrices of every palette entry for the evaluated pose ``(V, 4, 4)`` (O(bones))."""
@@ -104,40 +132,56 @@ class SkinRig:
         """Bone matrices and dual quaternions of the evaluated pose (O(bones))."""
         return bone_palette(self.deform_matrices(arm_eval) if deform is None else deform, self.virtual_rest)
 
-    def auto_bone_data(self, deform: np.ndarray) -> np.ndarray:
-        """Per palette bone ``(V, 4)`` accumulated twist and swing for the AUTO factor (O(bones))."""
-        return autofactor.bone_factor_data(deform, self.virtual_rest, self.bones.virtual_parents())
+    def posed(self, depsgraph: bpy.types.Depsgraph) -> PosedBind:
+        """This bind brought up to the depsgraph's frame: the one way every feature poses a bind.
 
-    def auto_factors(self, deform: np.ndarray) -> np.ndarray:
-        return autofactor.vertex_factors(
-            self.auto_bone_data(deform), self.binding.bone_indices, self.binding.weights
-        )
-
-    def evaluate(
-        self,
-        depsgraph: bpy.types.Depsgraph,
-        deform_factor: float | np.ndarray | str,
-        normals: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Skin at the depsgraph's frame; ``deform_factor`` may be ``"AUTO"`` (per vertex, from the pose)."""
+        A rest input that can animate is re-read (O(1) unless the mesh has shape keys or modifiers above
+        its Armature modifier); the influences are rebuilt when the rest points or the mesh-to-armature
+        transform moved (beyond :data:`TRANSFORM_TOLERANCE`) and they depend on them; then the pose is
+        read in bulk, O(bones). Consumers of ``binding`` and ``rest_positions`` (the GPU skin) notice a
+        rebuild by identity: both are replaced, never edited.
+        """
         obj = bpy.data.objects[self.object_name]
-        obj_eval = obj.evaluated_get(depsgraph)
         arm_eval = bpy.data.objects[self.armature_name].evaluated_get(depsgraph)
-        t2a = self.target_to_armature(obj_eval, arm_eval)
-        changed = self.refresh_rest(obj, depsgraph)
-        if changed or not np.allclose(t2a, self.bound_target_to_armature, rtol=0.0, atol=1e-9):
-            self.rebuild_binding(t2a, arm_eval)
+        placement = target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
+        moved = self.refresh_rest(obj, depsgraph)
+        placed = np.allclose(placement, self.bound_target_to_armature, rtol=0.0, atol=TRANSFORM_TOLERANCE)
+        if (moved or not placed) and self.binding_uses_positions:
+            self.rebuild_binding(placement, arm_eval)
         deform = self.deform_matrices(arm_eval)
-        if isinstance(deform_factor, str) and deform_factor == "AUTO":
-            deform_factor = self.auto_factors(deform)
-        return skin(
-            self.rest_positions,
-            self.binding,
-            self.palette(arm_eval, deform),
-            deform_factor,
-            self.rest_normals if normals else None,
-            t2a,
+        return PosedBind(self, placement, deform, bone_palette(deform, self.virtual_rest))
+
+
+@dataclass(frozen=True, eq=False)
+class PosedBind:
+    """A bind at one frame (:meth:`MeshBind.posed`): everything the skinning formulas need."""
+
+    bind: MeshBind
+    #: Mesh-local → armature space at this frame.
+    target_to_armature: np.ndarray
+    #: ``(V, 4, 4)`` deform matrices of every palette entry (B-bone segment joints are entries).
+    deform: np.ndarray
+    palette: BonePalette
+
+    def auto_bone_data(self) -> np.ndarray:
+        """Per palette bone ``(V, 4)`` accumulated twist and swing for the AUTO factor (O(bones))."""
+        return autofactor.bone_factor_data(
+            self.deform, self.bind.virtual_rest, self.bind.bones.virtual_parents()
         )
+
+    def auto_factors(self) -> np.ndarray:
+        """The AUTO factor ``(N,)`` of every vertex at this pose."""
+        binding = self.bind.binding
+        return autofactor.vertex_factors(self.auto_bone_data(), binding.bone_indices, binding.weights)
+
+    def skin(
+        self, factors: float | np.ndarray, normals: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Positions (and unit normals) ``(N, 3)`` float32 in mesh space, skinned with ``factors``
+        (one number, or ``(N,)`` per vertex; see :meth:`..factor.DeformFactor.values`)."""
+        b = self.bind
+        rest_normals = b.rest_normals if normals else None
+        return skin(b.rest_positions, b.binding, self.palette, factors, rest_normals, self.target_to_armature)
 
 
 def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:
@@ -169,8 +213,12 @@ def bind(
     depsgraph: bpy.types.Depsgraph,
     modifier_name: str = "",
     extra_groups: tuple[str, ...] = (),
-) -> SkinRig:
-    """Read everything a mesh needs for skinning. Raises :class:`bridge.HybridSkinError` on bad input."""
+) -> MeshBind:
+    """Read everything a mesh needs for skinning (not cached: see :func:`cached_bind`).
+
+    ``modifier_name``: the Armature modifier to follow (the first one when empty); ``extra_groups``:
+    vertex groups whose weights the bind keeps besides the modifier's mask group (the factor group).
+    Raises :class:`..errors.HybridSkinError` on bad input."""
     mod = bridge.armature_modifier(obj, modifier_name)
     arm = bridge.validate(obj, mod)
     bones = bridge.deform_bones(arm)
@@ -183,7 +231,7 @@ def bind(
     group_to_bone = np.array([bone_of_name.get(name, -1) for name in group_names] + [-1], dtype=np.int64)
     entry_bone = group_to_bone[np.where(groups < len(group_names), groups, len(group_names))]
     if mod.use_vertex_groups and not mod.use_bone_envelopes and not np.any(group_to_bone >= 0):
-        raise bridge.HybridSkinError(
+        raise HybridSkinError(
             f"No vertex group of '{obj.name}' matches a deform bone of '{arm.name}': "
             "parent with automatic weights or rename the groups after the bones"
         )
@@ -202,7 +250,7 @@ def bind(
             group_weights[gi] = w
 
     rest_segments = bridge.segment_matrices(arm_eval, bones, rest=True)
-    rig = SkinRig(
+    bound = MeshBind(
         object_name=obj.name,
         modifier_name=mod.name,
         armature_name=arm.name,
@@ -221,42 +269,51 @@ def bind(
         virtual_rest=core_binding.virtual_rest_matrices(bones, rest_segments),
         fingerprint=_fingerprint(obj, mod),
     )
-    obj_eval = obj.evaluated_get(depsgraph)
-    rig.rebuild_binding(rig.target_to_armature(obj_eval, arm_eval), arm_eval)
-    return rig
+    bound.rebuild_binding(target_to_armature(obj.evaluated_get(depsgraph), arm_eval), arm_eval)
+    return bound
 
 
-_RIGS: dict[int, SkinRig] = {}
+def bind_groups(obj: bpy.types.Object) -> tuple[str, ...]:
+    """The vertex groups a bind of ``obj`` keeps weights of besides the mask: its factor group, if used."""
+    settings = getattr(obj, "hybrid_skin", None)
+    if settings is None or settings.factor_mode != "VERTEX_GROUP" or not settings.factor_vertex_group:
+        return ()
+    return (settings.factor_vertex_group,)
 
 
-def cached_rig(
-    obj: bpy.types.Object,
-    depsgraph: bpy.types.Depsgraph,
-    modifier_name: str = "",
-    extra_groups: tuple[str, ...] = (),
-) -> SkinRig:
-    """The rig for ``obj``, re-bound when its mesh, modifier settings, groups or bones changed."""
-    mod = bridge.armature_modifier(obj, modifier_name)
-    rig = _RIGS.get(obj.session_uid)
+def cached_bind(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> MeshBind:
+    """The bind of ``obj`` as its Hybrid Skin settings ask (their Armature modifier, their factor group),
+    from the runtime's cache; re-bound when its mesh, modifier settings, groups or bones changed."""
+    settings = getattr(obj, "hybrid_skin", None)
+    mod = bridge.armature_modifier(obj, settings.modifier_name if settings is not None else "")
+    groups = bind_groups(obj)
+    binds = runtime.get().binds
+    bound = binds.get(obj.session_uid)
     if (
-        rig is None
-        or rig.fingerprint != _fingerprint(obj, mod)
-        or rig.object_name != obj.name
-        or any(gi not in rig.group_weights for gi in map(obj.vertex_groups.find, extra_groups) if gi >= 0)
+        bound is None
+        or bound.fingerprint != _fingerprint(obj, mod)
+        or bound.object_name != obj.name
+        or any(gi not in bound.group_weights for gi in map(obj.vertex_groups.find, groups) if gi >= 0)
     ):
-        rig = bind(obj, depsgraph, mod.name, extra_groups)
-        _RIGS[obj.session_uid] = rig
-    return rig
+        bound = binds[obj.session_uid] = bind(obj, depsgraph, mod.name, groups)
+    return bound
+
+
+def rebind(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> MeshBind:
+    """Bind ``obj`` again now (after its weights or rest shape were edited), replacing the cached bind."""
+    forget(obj)
+    return cached_bind(obj, depsgraph)
 
 
 def forget(obj: bpy.types.Object) -> None:
-    _RIGS.pop(obj.session_uid, None)
+    """Drop the cached bind of ``obj``: the next use binds it again."""
+    runtime.get().binds.pop(obj.session_uid, None)
 
 
 def forget_all() -> None:
-    _RIGS.clear()
+    runtime.get().binds.clear()
 
 
-def peek(obj: bpy.types.Object) -> SkinRig | None:
-    """The cached rig of ``obj`` if any, without binding (for UI)."""
-    return _RIGS.get(obj.session_uid)
+def peek(obj: bpy.types.Object) -> MeshBind | None:
+    """The cached bind of ``obj`` if any, without binding (for the panel)."""
+    return runtime.get().binds.get(obj.session_uid)

@@ -18,21 +18,23 @@ import json
 import bpy
 import numpy as np
 
-from . import native
+from .. import bridge, factor, runtime
+from ..bridge import DQS_MODIFIER
+from ..errors import HybridSkinError
+from . import bind, native
+
+__all__ = [
+    "DQS_MODIFIER",
+    "FACTOR_GROUP",
+    "apply",
+    "is_applied",
+    "refresh_factor_group",
+    "restore",
+    "settings_changed",
+    "write_factor_group",
+]
 
 FACTOR_GROUP = "HybridSkin Factor"
-DQS_MODIFIER = "HybridSkin DQS"
-
-#: Called after settings change, so the viewport can refresh (set by the viewport module).
-listeners: list = []
-
-
-def _armature_modifier(obj: bpy.types.Object) -> bpy.types.Modifier | None:
-    name = obj.hybrid_skin.modifier_name
-    for m in obj.modifiers:
-        if m.type == "ARMATURE" and (m.name == name or not name) and m.name != DQS_MODIFIER:
-            return m
-    return None
 
 
 def is_applied(obj: bpy.types.Object) -> bool:
@@ -68,7 +70,7 @@ def apply(obj: bpy.types.Object) -> None:
     """Make the object's own display match its settings (restoring first, so this is idempotent)."""
     restore(obj)
     settings = obj.hybrid_skin
-    mod = _armature_modifier(obj)
+    mod = bridge.find_armature_modifier(obj, settings.modifier_name)
     if not settings.enabled or mod is None or settings.bake_state:
         return  # a bake shows the result through its own shape keys or cache
     saved: dict = {
@@ -94,24 +96,29 @@ def apply(obj: bpy.types.Object) -> None:
         extra.show_render = mod.show_render
     settings.saved_state = json.dumps(saved)
     if settings.display == "CPU":
-        write_factor_group(obj, None)
+        refresh_factor_group(obj)
 
 
 #: AUTO factors written to the Evaluated display's group are rounded to this step (one bulk call per value).
 AUTO_STEP = 1.0 / 1024.0
 
 
-def write_factor_group(obj: bpy.types.Object, factors: np.ndarray | None) -> None:
-    """Store per-vertex factors in the Evaluated display's vertex group (Blender mixes by its weight)."""
+def write_factor_group(obj: bpy.types.Object) -> None:
+    """Store the object's per-vertex factors in the Evaluated display's vertex group (Blender mixes by
+    its weight); Auto factors from the current pose. Raises :class:`..errors.HybridSkinError` when the
+    factor cannot be resolved (e.g. a missing factor group): the group keeps its last values."""
     group = obj.vertex_groups.get(FACTOR_GROUP)
     if group is None:
         return
+    wanted = factor.resolve(obj)
+    if wanted.auto:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        auto = bind.cached_bind(obj, depsgraph).posed(depsgraph).auto_factors()
+        values = np.round(auto / AUTO_STEP) * AUTO_STEP
+    else:
+        values = wanted.values()
     n = len(obj.data.vertices)
-    if factors is None:
-        factors = _static_factors(obj)
-    if isinstance(factors, str):  # AUTO: from the current pose
-        factors = np.round(_auto_factors(obj) / AUTO_STEP) * AUTO_STEP
-    values = np.broadcast_to(np.asarray(factors, dtype=np.float32), (n,))
+    values = np.broadcast_to(np.asarray(values, dtype=np.float32), (n,))
     everything = list(range(n))
     group.add(everything, 0.0, "REPLACE")
     for value in np.unique(values):
@@ -119,33 +126,17 @@ def write_factor_group(obj: bpy.types.Object, factors: np.ndarray | None) -> Non
             group.add(np.flatnonzero(values == value).tolist(), float(value), "REPLACE")
 
 
-def _auto_factors(obj: bpy.types.Object) -> np.ndarray:
-    from .bind import cached_rig  # noqa: PLC0415  (avoid an import cycle at module load)
-
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    rig = cached_rig(obj, depsgraph, obj.hybrid_skin.modifier_name)
-    arm_eval = bpy.data.objects[rig.armature_name].evaluated_get(depsgraph)
-    return rig.auto_factors(rig.deform_matrices(arm_eval))
-
-
-def _static_factors(obj: bpy.types.Object) -> np.ndarray | float | str:
-    settings = obj.hybrid_skin
-    if settings.factor_mode == "AUTO":
-        return "AUTO"
-    if settings.factor_mode == "VERTEX_GROUP":
-        source = obj.vertex_groups.get(settings.factor_vertex_group)
-        if source is not None:
-            from .bind import cached_rig  # noqa: PLC0415  (avoid an import cycle at module load)
-
-            rig = cached_rig(
-                obj, bpy.context.evaluated_depsgraph_get(), settings.modifier_name, (source.name,)
-            )
-            return settings.deform_factor * rig.group_weights[source.index]
-    return float(settings.deform_factor)
+def refresh_factor_group(obj: bpy.types.Object) -> None:
+    """:func:`write_factor_group` from a property update, a handler or :func:`apply`, which cannot show an
+    operator report: a factor that cannot be resolved is printed once (the display stays applied)."""
+    try:
+        write_factor_group(obj)
+    except HybridSkinError as err:
+        runtime.get().report_once(obj.name, err)
 
 
 def settings_changed(obj: bpy.types.Object) -> None:
-    """Property update: re-apply the display state when it changed; refresh factors."""
+    """Property update: re-apply the display state when it changed; refresh the Evaluated factors."""
     settings = obj.hybrid_skin
     saved = json.loads(settings.saved_state) if settings.saved_state else None
     mode = None if saved is None else ("CPU" if "added_modifier" in saved else "GPU")
@@ -153,6 +144,4 @@ def settings_changed(obj: bpy.types.Object) -> None:
     if mode != wanted:
         apply(obj)
     elif wanted == "CPU":
-        write_factor_group(obj, None)
-    for listener in listeners:
-        listener(obj)
+        refresh_factor_group(obj)

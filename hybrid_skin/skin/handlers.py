@@ -9,10 +9,8 @@ from __future__ import annotations
 import bpy
 from bpy.app.handlers import persistent
 
-from ..core import skinning
-from . import bind as rig
-from . import display as state
-from . import operators, viewport
+from .. import runtime
+from . import bind, display, viewport
 
 
 def enabled_objects() -> list[bpy.types.Object]:
@@ -21,17 +19,17 @@ def enabled_objects() -> list[bpy.types.Object]:
 
 def reapply_all() -> None:
     for obj in enabled_objects():
-        state.apply(obj)
+        display.apply(obj)
 
 
 def restore_all() -> None:
     for obj in enabled_objects():
-        state.restore(obj)
+        display.restore(obj)
 
 
 @persistent
 def on_load_post(*_args) -> None:
-    rig.forget_all()
+    bind.forget_all()
     viewport.forget()
     reapply_all()
 
@@ -48,13 +46,13 @@ def on_save_post(*_args) -> None:
 
 @persistent
 def on_undo_redo(*_args) -> None:
-    rig.forget_all()
+    bind.forget_all()
     viewport.forget()
 
 
 @persistent
 def on_depsgraph_update(scene, depsgraph) -> None:
-    viewport.bump()  # a counter: cached GPU state re-checks itself at the next draw
+    runtime.get().bump()  # a counter: cached GPU state re-checks itself at the next draw
     if bpy.app.background:
         return
     edited = {
@@ -65,20 +63,16 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     if edited:
         for obj in enabled_objects():
             if obj.data.session_uid in edited and obj.mode != "EDIT":
-                rig.forget(obj)  # weights or rest shape may have changed: bind again when next needed
+                bind.forget(obj)  # weights or rest shape may have changed: bind again when next needed
 
 
 @persistent
 def on_frame_change(*_args) -> None:
-    viewport.bump()
+    runtime.get().bump()
     for obj in enabled_objects():  # the Evaluated display's AUTO factors follow the pose
         settings = obj.hybrid_skin
         if settings.display == "CPU" and settings.factor_mode == "AUTO" and not settings.bake_state:
-            state.write_factor_group(obj, None)
-
-
-def _on_rebind(obj: bpy.types.Object) -> None:
-    viewport.forget(obj)
+            display.refresh_factor_group(obj)
 
 
 _HANDLERS = (
@@ -101,7 +95,6 @@ def _rearm_after_register() -> None:
 def register() -> None:
     for name, func in _HANDLERS:
         getattr(bpy.app.handlers, name).append(func)
-    operators.rebind_listeners.append(_on_rebind)
     if isinstance(bpy.data, bpy.types.BlendData):  # enabled in a running session: re-apply now
         reapply_all()
     else:
@@ -113,9 +106,7 @@ def register() -> None:
 def unregister() -> None:
     if bpy.app.timers.is_registered(_rearm_after_register):
         bpy.app.timers.unregister(_rearm_after_register)
-    operators.rebind_listeners.remove(_on_rebind)
     for name, func in reversed(_HANDLERS):
         getattr(bpy.app.handlers, name).remove(func)
     restore_all()  # disabling or uninstalling leaves the user's objects exactly as they were
-    rig.forget_all()
-    skinning.shutdown()
+    bind.forget_all()

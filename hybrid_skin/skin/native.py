@@ -13,17 +13,11 @@ from contextlib import contextmanager
 import bpy
 import numpy as np
 
-__all__ = ["FACTOR_GROUP", "add_mix_modifier", "evaluated_positions", "native_mix", "native_positions"]
+from .. import bridge
+
+__all__ = ["FACTOR_GROUP", "add_mix_modifier", "native_mix", "native_positions"]
 
 FACTOR_GROUP = "HS_native_factor"
-
-
-def evaluated_positions(obj: bpy.types.Object) -> np.ndarray:
-    """Evaluated vertex positions ``(N, 3)`` float32 in the object's local space."""
-    mesh = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
-    out = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
-    mesh.vertices.foreach_get("co", out)
-    return out.reshape(-1, 3)
 
 
 def add_mix_modifier(
@@ -42,14 +36,10 @@ def add_mix_modifier(
     return extra
 
 
-def _armature_modifier(obj: bpy.types.Object) -> bpy.types.ArmatureModifier:
-    return next(m for m in obj.modifiers if m.type == "ARMATURE")
-
-
 @contextmanager
 def native_mix(obj: bpy.types.Object, deform_factor: float):
     """Within the block, ``obj`` evaluates to Blender's LBS/DQS mix at scalar ``deform_factor``."""
-    mod = _armature_modifier(obj)
+    mod = bridge.armature_modifier(obj)
     saved = (mod.use_deform_preserve_volume, mod.show_viewport)
     group = extra = None
     try:
@@ -78,9 +68,9 @@ def native_positions(obj: bpy.types.Object, deform_factor: float) -> np.ndarray:
     With a mask vertex group on the modifier the multi-modifier setup cannot mask the DQS part, so the
     mix is then taken from Blender's masked LBS and masked DQS results.
     """
-    mod = _armature_modifier(obj)
+    mod = bridge.armature_modifier(obj)
     if mod.vertex_group and deform_factor not in (0.0, 1.0):
         lbs, dqs = native_positions(obj, 0.0), native_positions(obj, 1.0)
         return ((1.0 - deform_factor) * lbs + deform_factor * dqs).astype(np.float32)
     with native_mix(obj, deform_factor):
-        return evaluated_positions(obj)
+        return bridge.evaluated_positions(obj)

@@ -8,8 +8,10 @@ import bpy
 from bpy.props import IntProperty, StringProperty
 
 from .. import bridge
-from . import bind as rig
-from . import display as state
+from ..bake import baker
+from ..draw import comparison
+from ..errors import HybridSkinError
+from . import bind, display, viewport
 
 __all__ = [
     "HYBRIDSKIN_OT_add",
@@ -17,31 +19,6 @@ __all__ = [
     "HYBRIDSKIN_OT_remove",
     "HYBRIDSKIN_OT_render_comparison",
 ]
-
-#: Listeners told when an object's bind data changed (the viewport drops GPU buffers).
-rebind_listeners: list = []
-
-
-def editable_mesh(obj: bpy.types.Object | None) -> bpy.types.Object:
-    """The object if Hybrid Skin may change it; else a clear :class:`bridge.HybridSkinError`."""
-    if obj is None:
-        raise bridge.HybridSkinError("No active object: select a skinned mesh")
-    if obj.type != "MESH":
-        raise bridge.HybridSkinError(
-            f"'{obj.name}' is a {obj.type.lower()}, not a mesh: select a skinned mesh"
-        )
-    if obj.library is not None or obj.data.library is not None or obj.override_library is not None:
-        raise bridge.HybridSkinError(
-            f"'{obj.name}' is linked from a library: make it local (Object ▸ Relations ▸ Make Local) first"
-        )
-    return obj
-
-
-def bind_checked(obj: bpy.types.Object, context: bpy.types.Context) -> rig.SkinRig:
-    settings = obj.hybrid_skin
-    groups = (settings.factor_vertex_group,) if settings.factor_mode == "VERTEX_GROUP" else ()
-    rig.forget(obj)
-    return rig.cached_rig(obj, context.evaluated_depsgraph_get(), settings.modifier_name, groups)
 
 
 def has_hybrid_skin(obj: bpy.types.Object | None) -> bool:
@@ -69,7 +46,7 @@ class HYBRIDSKIN_OT_add(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            obj = editable_mesh(context.active_object)
+            obj = bridge.editable_mesh(context.active_object)
             mod = bridge.armature_modifier(obj)
             bridge.validate(obj, mod)
             settings = obj.hybrid_skin
@@ -77,8 +54,8 @@ class HYBRIDSKIN_OT_add(bpy.types.Operator):
                 self.report({"WARNING"}, f"'{obj.name}' already uses Hybrid Skin")
                 return {"CANCELLED"}
             settings.modifier_name = mod.name
-            bound = bind_checked(obj, context)
-        except bridge.HybridSkinError as err:
+            bound = bind.rebind(obj, context.evaluated_depsgraph_get())
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         settings.enabled = True  # applies the display state through the update callback
@@ -102,20 +79,17 @@ class HYBRIDSKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
     def execute(self, context):
         obj = context.active_object
         try:
-            editable_mesh(obj)
-        except bridge.HybridSkinError as err:
+            bridge.editable_mesh(obj)
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         baked = bool(obj.hybrid_skin.bake_state)
         if baked:
-            from ..bake import baker as bake  # noqa: PLC0415  (bake imports this module)
-
-            bake.clear(obj)  # baked keys are derived data; leaving them would deform twice
-        state.restore(obj)
+            baker.clear(obj)  # baked keys are derived data; leaving them would deform twice
+        display.restore(obj)
         obj.hybrid_skin.enabled = False
-        rig.forget(obj)
-        for listener in rebind_listeners:
-            listener(obj)
+        bind.forget(obj)
+        viewport.forget(obj)
         cleared = " and cleared its bake" if baked else ""
         self.report({"INFO"}, f"Removed Hybrid Skin from '{obj.name}'{cleared}")
         return {"FINISHED"}
@@ -131,12 +105,11 @@ class HYBRIDSKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
     def execute(self, context):
         obj = context.active_object
         try:
-            bound = bind_checked(obj, context)
-        except bridge.HybridSkinError as err:
+            bound = bind.rebind(obj, context.evaluated_depsgraph_get())
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        for listener in rebind_listeners:
-            listener(obj)
+        viewport.forget(obj)
         self.report({"INFO"}, f"Rebound '{obj.name}': {bound.vertex_count} vertices")
         return {"FINISHED"}
 
@@ -162,8 +135,6 @@ class HYBRIDSKIN_OT_render_comparison(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
     def execute(self, context):
-        from ..draw import comparison  # noqa: PLC0415  (gpu module only when asked)
-
         path = bpy.path.abspath(self.filepath)
         folder = os.path.dirname(path) or "."
         if not path.lower().endswith(".png"):
@@ -173,10 +144,10 @@ class HYBRIDSKIN_OT_render_comparison(bpy.types.Operator):
             self.report({"ERROR"}, f"Cannot write to '{folder}': choose a writable folder")
             return {"CANCELLED"}
         try:
-            obj = context.active_object
-            rig.cached_rig(obj, context.evaluated_depsgraph_get(), obj.hybrid_skin.modifier_name)
-            comparison.render_comparison(context, obj, path, width=self.width, height=self.height)
-        except bridge.HybridSkinError as err:
+            comparison.render_comparison(
+                context, context.active_object, path, width=self.width, height=self.height
+            )
+        except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         self.report({"INFO"}, f"Wrote {path}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import bpy
 
-from .. import stats
-from . import bind as rig
+from .. import runtime
+from . import bind
 
 
 class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
@@ -55,7 +55,7 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
 
     @staticmethod
     def draw_stats(layout, obj) -> None:
-        bound = rig.peek(obj)
+        bound = bind.peek(obj)
         col = layout.column(align=True)
         if bound is None:
             col.label(text="Not bound yet")
@@ -66,7 +66,7 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             text=f"Bones: {bound.bones.count}" + (f" + {segments} B-bone segment joints" if segments else "")
         )
         col.label(text=f"Max influences: {bound.binding.max_influences}")
-        ms = stats.last_update_ms.get(obj.name)
+        ms = runtime.get().update_ms.get(obj.name)
         if ms is not None:
             col.label(text=f"Last update: {ms:.2f} ms")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
 
-from . import display as state
+from . import display, viewport
 
 FACTOR_MODES = [
     ("GLOBAL", "Global", "One deform factor for the whole object"),
@@ -19,7 +19,8 @@ DISPLAYS = [
 
 
 def _settings_changed(self, context) -> None:
-    state.settings_changed(self.id_data)
+    display.settings_changed(self.id_data)
+    viewport.settings_changed(self.id_data)
 
 
 class HybridSkinSettings(bpy.types.PropertyGroup):

@@ -4,7 +4,7 @@ numbers equal :mod:`hybrid_skin.core.metrics` fed with arrays read straight from
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import bmesh
 import bpy
@@ -33,15 +33,17 @@ class StubLayout:
 
 
 @pytest.fixture
-def analyze(addon: ModuleType):
-    """The add-on's ``analyze`` module, registered here if the add-on does not register it (yet)."""
-    module = importlib.import_module(addon.__name__ + ".analyze.operators")
-    registered_here = not module.HYBRIDSKIN_OT_analyze.is_registered
-    if registered_here:
-        module.register()
-    yield module
-    if registered_here:
-        module.unregister()
+def analyze(addon: ModuleType) -> SimpleNamespace:
+    """The analysis as the installed add-on has it: its results (in the runtime), the core's segment
+    lengths, the panel and its drawing."""
+    module = importlib.import_module
+    panel = module(addon.__name__ + ".analyze.panel")
+    return SimpleNamespace(
+        results=module(addon.__name__ + ".runtime").get().analyses,
+        palette_lengths=module(addon.__name__ + ".core.analysis").palette_lengths,
+        draw_results=panel.draw_results,
+        VIEW3D_PT_hybrid_skin_analyze=panel.VIEW3D_PT_hybrid_skin_analyze,
+    )
 
 
 def limb(twist_deg: float = 0.0, bend_deg: float = 0.0, segments: int = 1, place: Matrix | None = None):
@@ -178,8 +180,8 @@ def test_bbone_segments_are_joints_and_the_panel_draws_them(addon, analyze):
     bpy.ops.hybrid_skin.rebind()
     result = run(analyze, cyl)
 
-    rig = importlib.import_module(addon.__name__ + ".skin.bind")
-    bound = rig.cached_rig(cyl, bpy.context.evaluated_depsgraph_get(), cyl.hybrid_skin.modifier_name)
+    bind = importlib.import_module(addon.__name__ + ".skin.bind")
+    bound = bind.cached_bind(cyl, bpy.context.evaluated_depsgraph_get())
     lengths = analyze.palette_lengths(bound.bones, bound.virtual_rest)
     np.testing.assert_allclose(lengths, [0.25, 0.25, 0.25, 0.25, -0.25] * 2, rtol=1e-5)
     # Auto handles curve both B-bones into the bend; at the joint their tangents agree, so the head joint of

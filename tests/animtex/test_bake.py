@@ -34,14 +34,14 @@ ROBOT_ACTIONS = 14
 
 @pytest.fixture(scope="module")
 def animtex(addon):
-    """The installed bake module with its operator registered (also before ``_MODULES`` lists it)."""
-    module = importlib.import_module(addon.__name__ + ".animtex.operators")
-    registered_here = not module.HYBRIDSKIN_OT_bake_animation_texture.is_registered
-    if registered_here:
-        module.register()
-    yield importlib.import_module(addon.__name__ + ".animtex.bake")
-    if registered_here:
-        module.unregister()
+    """The installed add-on's animation texture bake module."""
+    return importlib.import_module(addon.__name__ + ".animtex.bake")
+
+
+@pytest.fixture(scope="module")
+def summaries(addon):
+    """The installed add-on's bake summaries (what the panels show about the last bake)."""
+    return importlib.import_module(addon.__name__ + ".animtex.summary")
 
 
 @pytest.fixture(scope="module")
@@ -470,7 +470,7 @@ def test_bbone_segments_are_palette_bones(addon, animtex, core, tmp_path, kind):
     np.testing.assert_allclose(got, local, atol=2e-6)
 
 
-def test_mesh_target_and_chosen_actions(addon, animtex, core, robot, tmp_path):
+def test_mesh_target_and_chosen_actions(addon, animtex, summaries, core, robot, tmp_path):
     arm, meshes = robot
     bpy.context.view_layer.objects.active = meshes[1]
     wave, dance, yes = (clip_action(n).name for n in ("Wave", "Dance", "Yes"))
@@ -492,7 +492,7 @@ def test_mesh_target_and_chosen_actions(addon, animtex, core, robot, tmp_path):
         assert side & (side - 1) == 0 and side // 2 < used <= side  # padded to the next power of two
     assert not texture.pixels[lay["data_height"] :].any()
     assert meta["error_report"]["frames"]["max"] <= meta["error_report"]["encoding_bound"]
-    summary = animtex.last_summary(meshes[1])
+    summary = summaries.last_summary(meshes[1])
     assert summary["max"] == meta["error_report"]["overall"]["max"] and summary["clips"] == 2
 
 
@@ -539,6 +539,7 @@ def test_sub_frame_step_samples_fast_actions_finer(addon, animtex, robot, tmp_pa
 def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, animtex, robot, tmp_path):
     arm, _ = robot
     scene_module = importlib.import_module(addon.__name__ + ".animtex.scene")
+    samples = importlib.import_module(addon.__name__ + ".core.animtex.samples")
 
     def search(tolerance: float):
         options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, name="punch")
@@ -549,7 +550,7 @@ def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, anim
 
     def frames_of(step: float) -> set[float]:
         clip = scene_module.clip_for(clip_action("Punch"), 24.0, step)
-        return {scene_module.frame_key(f) for f in np.concatenate(scene_module.clip_frames(clip))}
+        return {samples.frame_key(f) for f in np.concatenate(samples.clip_frames(clip))}
 
     # Punch moves ~0.5 units between scene frames' halfway points (lerp chord error at step 1): no
     # whole-frame step meets 0.3, half-frame sampling does (its error ~ a quarter of step 1's).
@@ -591,7 +592,7 @@ def test_cancel_restores_the_scene_and_writes_nothing(addon, animtex, robot, tmp
     assert os.listdir(tmp_path) == []
 
 
-def test_phase_timings_and_png_compression(addon, animtex, robot, tmp_path):
+def test_phase_timings_and_png_compression(addon, animtex, summaries, robot, tmp_path):
     arm, meshes = robot
     sizes = {}
     for compression in (0, 90):
@@ -602,7 +603,7 @@ def test_phase_timings_and_png_compression(addon, animtex, robot, tmp_path):
         sizes[compression] = os.path.getsize(result.image_path)
         assert list(result.timings) == list(animtex.PHASES) and all(t >= 0 for t in result.timings.values())
         assert result.timings["sample"] > 0 and result.timings["report"] > 0 and result.timings["write"] > 0
-        assert animtex.last_summary(arm)["seconds"] == pytest.approx(result.timings, abs=1e-4)
+        assert summaries.last_summary(arm)["seconds"] == pytest.approx(result.timings, abs=1e-4)
     assert sizes[90] < sizes[0]  # both read back exactly (checked by the bake); only the size differs
     assert all(m.show_viewport for o in meshes for m in o.modifiers)
 
@@ -694,19 +695,20 @@ class StubLayout:
         return record
 
 
-def test_ui_entries(addon, animtex, robot, tmp_path):
+def test_ui_entries(addon, animtex, summaries, robot, tmp_path):
     ops = importlib.import_module(addon.__name__ + ".animtex.operators")
-    assert ops.VIEW3D_PT_hybrid_skin_animtex.bl_parent_id == "VIEW3D_PT_hybrid_skin"
-    assert ops.DOPESHEET_PT_hybrid_skin_animtex.bl_space_type == "DOPESHEET_EDITOR"
-    for cls in ops.classes:
+    panels = importlib.import_module(addon.__name__ + ".animtex.panels")
+    assert panels.VIEW3D_PT_hybrid_skin_animtex.bl_parent_id == "VIEW3D_PT_hybrid_skin"
+    assert panels.DOPESHEET_PT_hybrid_skin_animtex.bl_space_type == "DOPESHEET_EDITOR"
+    for cls in (*ops.classes, *panels.classes):
         assert cls.is_registered
-    assert ops._menu_entry in getattr(bpy.types, ops.MENU)._dyn_ui_initialize()
+    assert panels._menu_entry in getattr(bpy.types, panels.MENU)._dyn_ui_initialize()
     bake(directory=str(tmp_path), kind="BONE_MATRIX", precision="PNG8")
     log: list = []
-    ops.draw_summary(StubLayout(log), robot[0])  # the report as the panels show it
+    panels.draw_summary(StubLayout(log), robot[0])  # the report as the panels show it
     labels = [call[2]["text"] for call in log if call[0] == "label"]
     assert labels[0].startswith("BONE_MATRIX PNG8, step 1, 1 clip(s)") and labels[1].startswith("Max error")
-    seconds = animtex.last_summary(robot[0])["seconds"]
+    seconds = summaries.last_summary(robot[0])["seconds"]
     assert f"Baked in {sum(seconds.values()):.2f} s" in labels  # where the time went, phase by phase
     assert any(t.startswith("sample ") for t in labels) and any("write " in t for t in labels)
     dialog = type(

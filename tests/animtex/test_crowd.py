@@ -20,19 +20,11 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def modules(addon):
-    """The installed bake and crowd modules, registered here if ``_MODULES`` does not list them yet."""
-    registered = []
-    for name in ("animtex.operators", "animtex.crowd"):
-        module = importlib.import_module(f"{addon.__name__}.{name}")
-        if not module.classes[-1].is_registered:
-            module.register()
-            registered.append(module)
-    yield (
+    """The installed crowd preview module and the core's animation textures."""
+    return (
         importlib.import_module(addon.__name__ + ".animtex.crowd"),
         importlib.import_module(addon.__name__ + ".core.animtex"),
     )
-    for module in reversed(registered):
-        module.unregister()
 
 
 def swinging_character(name: str):
@@ -72,7 +64,7 @@ def test_one_instanced_draw_matches_the_decoders(gpu_context, modules, tmp_path,
     assert set(np.unique(ids)) == set(range(10))  # background + all 9 instances visible
     meta_path = tmp_path / f"{arm.name}_{kind.lower()}.json"
     meta = core.loads(meta_path.read_text())
-    texture = core.texture_from_metadata(meta, crowd.animtex_bake.read_image(str(tmp_path / meta["image"])))
+    texture = core.texture_from_metadata(meta, crowd.read_image(str(tmp_path / meta["image"])))
     rest = np.array([v.co[:] for v in obj.data.vertices], np.float32)
     world = np.array(obj.matrix_world)
     layout = preview.layout
@@ -109,12 +101,13 @@ def test_toggle_and_clean_removal(gpu_context, modules, tmp_path):
     bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), kind="VERTEX", precision="PNG8")
     handlers = bpy.types.SpaceView3D
     assert bpy.ops.hybrid_skin.crowd_preview(count=1000) == {"FINISHED"}
-    assert crowd.is_active() and len(crowd._state["handles"]) == 2
-    preview = crowd._state["preview"]
+    state = crowd.runtime.get()
+    assert crowd.is_active() and len(state.crowd_handles) == 2
+    preview = state.crowd
     preview.draw(top_view(80.0), 0.0)
     assert preview.count == 1000 and "1,000 instances" in crowd.stats_line()
     assert bpy.ops.hybrid_skin.crowd_preview() == {"FINISHED"}  # toggles off
-    assert not crowd.is_active() and crowd._state["handles"] == [] and handlers is bpy.types.SpaceView3D
+    assert not crowd.is_active() and state.crowd_handles == [] and handlers is bpy.types.SpaceView3D
     with pytest.raises(RuntimeError, match="no animation texture bake"):
         bpy.context.view_layer.objects.active = make_chain_armature("Unbaked", [1.0])
         bpy.ops.hybrid_skin.crowd_preview()

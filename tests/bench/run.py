@@ -29,8 +29,9 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 import scene  # noqa: E402
 
-from hybrid_skin import bridge  # noqa: E402
+from hybrid_skin import bridge, runtime  # noqa: E402
 from hybrid_skin.core.skinning import THREADS, skin  # noqa: E402
+from hybrid_skin.factor import DeformFactor  # noqa: E402
 from hybrid_skin.skin import bind as rig  # noqa: E402
 
 BONES = 48
@@ -173,14 +174,13 @@ def bench_frame(obj, arm, n: int, repeats: int) -> list[Row]:
     # Ours: the same poses, bound through the real bridge; core skin() only, then the whole evaluate.
     dg = bpy.context.evaluated_depsgraph_get()
     bound = rig.bind(obj, dg, "Armature")
-    arm_eval = arm.evaluated_get(dg)
-    palette = bound.palette(arm_eval)
-    t2a = bound.target_to_armature(obj.evaluated_get(dg), arm_eval)
+    posed = bound.posed(dg)
+    palette, t2a = posed.palette, posed.target_to_armature
     native, ours, evaluate = interleaved_ms(
         [
             native_frame,
             lambda: skin(bound.rest_positions, bound.binding, palette, FACTOR, None, t2a),
-            lambda: bound.evaluate(dg, FACTOR),
+            lambda: bound.posed(dg).skin(FACTOR),
         ],
         repeats,
     )
@@ -227,6 +227,10 @@ def _gpu_scene(n: int) -> tuple[bpy.types.Object, bpy.types.Object]:
     return arm, obj
 
 
+def _deform_factor(factors: float | str) -> DeformFactor:
+    return DeformFactor.automatic() if factors == "AUTO" else DeformFactor(factors)
+
+
 def _bind_gpu(obj: bpy.types.Object, factors: float | str = FACTOR):
     """The GPU display's per-bind work: rig, ``GpuSkin`` (static data uploaded), first pose."""
     from hybrid_skin.draw.resources import GpuSkin  # noqa: PLC0415
@@ -234,7 +238,7 @@ def _bind_gpu(obj: bpy.types.Object, factors: float | str = FACTOR):
 
     dg = bpy.context.evaluated_depsgraph_get()
     bound = rig.bind(obj, dg, "Armature")
-    gpu_skin = GpuSkin(bound, bridge.surface(obj.data), factors)
+    gpu_skin = GpuSkin(bound, bridge.surface(obj.data), _deform_factor(factors))
     viewport.update_pose(gpu_skin, obj, dg)
     return bound, gpu_skin
 
@@ -345,7 +349,7 @@ def bench_gpu_draw() -> list[Row]:
 
     def drawer(variant: str, factors: float | str) -> Callable[[], None]:
         def draw() -> None:
-            gpu_skin.set_factors(factors)
+            gpu_skin.set_factor(_deform_factor(factors))
             with offscreen.bind():
                 framebuffer = gpu.state.active_framebuffer_get()
                 framebuffer.clear(color=(0.0, 0.0, 0.0, 0.0), depth=1.0)
@@ -565,8 +569,9 @@ def main() -> int:
         if n == 100_000:
             rows += bench_bake(obj, arm)
         print(f"  ... {n:>9,} vertices done at {time.perf_counter() - t_start:5.1f} s", flush=True)
-    rows += bench_gpu_update()
-    rows += bench_gpu_draw()
+    with runtime.session():  # the GPU skin's shader cache lives in the add-on's runtime
+        rows += bench_gpu_update()
+        rows += bench_gpu_draw()
     rows += bench_p5()
     scene.clear_scene()
     print()

@@ -32,21 +32,32 @@ NORMAL_TOL = 1e-5  # absolute, unit vectors
 def hs(addon, gpu_context) -> SimpleNamespace:
     """The installed add-on's modules (shaders loaded from the zip's ``<package>/shaders/``)."""
     name = addon.__name__
-    modules = ("skin.bind", "bridge", "core.skinning", "core.gpu_layout", "core.autofactor",
+    modules = ("skin.bind", "bridge", "factor", "core.skinning", "core.gpu_layout", "core.autofactor",
                "draw.resources", "draw.shaders", "draw.comparison")
     return SimpleNamespace(**{m.split(".")[-1]: importlib.import_module(f"{name}.{m}") for m in modules})
 
 
-def bind(hs: SimpleNamespace, obj: bpy.types.Object, factors: float | np.ndarray = 0.5):
-    """Bind ``obj`` with the add-on's rig and build its ``GpuSkin`` for the current pose."""
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    rig = hs.bind.bind(obj, depsgraph)
-    arm_eval = bpy.data.objects[rig.armature_name].evaluated_get(depsgraph)
-    palette = rig.palette(arm_eval)
-    t2a = rig.target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
-    skin = hs.resources.GpuSkin(rig, hs.bridge.surface(obj.data), factors)
-    skin.update_pose(palette, t2a)
-    return rig, palette, t2a, skin
+def deform_factor(hs: SimpleNamespace, factors: float | np.ndarray | str):
+    """The add-on's ``DeformFactor`` for a number, an ``(N,)`` array or ``"AUTO"``."""
+    if isinstance(factors, str):
+        return hs.factor.DeformFactor.automatic()
+    if np.ndim(factors):
+        return hs.factor.DeformFactor.per_vertex(factors)
+    return hs.factor.DeformFactor(float(factors))
+
+
+def posed(rig):
+    """``rig`` brought up to the current frame, the add-on's one way (``MeshBind.posed``)."""
+    return rig.posed(bpy.context.evaluated_depsgraph_get())
+
+
+def bind(hs: SimpleNamespace, obj: bpy.types.Object, factors: float | np.ndarray | str = 0.5):
+    """Bind ``obj`` with the add-on and build its ``GpuSkin`` for the current pose."""
+    rig = hs.bind.bind(obj, bpy.context.evaluated_depsgraph_get())
+    pose = posed(rig)
+    skin = hs.resources.GpuSkin(rig, hs.bridge.surface(obj.data), deform_factor(hs, factors))
+    skin.update_pose(pose.palette, pose.target_to_armature)
+    return rig, pose.palette, pose.target_to_armature, skin
 
 
 def assert_matches_core(hs, rig, palette, t2a, skin, factors, **readback) -> tuple[float, float]:
@@ -127,11 +138,11 @@ def test_per_vertex_factor_map(hs, bent_cylinder):
     arm, cyl = bent_cylinder
     rig, palette, t2a, skin = bind(hs, cyl)
     factor_map = np.random.default_rng(11).random(rig.vertex_count).astype(np.float32)
-    skin.set_factors(factor_map)
+    skin.set_factor(deform_factor(hs, factor_map))
     assert_matches_core(hs, rig, palette, t2a, skin, factor_map)
     skin.deform_factor = 0.3  # the slider over a vertex group: a uniform, no upload
     assert_matches_core(hs, rig, palette, t2a, skin, (np.float32(0.3) * factor_map).astype(np.float32))
-    skin.set_factors(0.8)  # back to a global factor: the map is ignored
+    skin.set_factor(deform_factor(hs, 0.8))  # back to a global factor: the map is ignored
     assert_matches_core(hs, rig, palette, t2a, skin, 0.8)
 
 
@@ -223,8 +234,7 @@ def test_update_pose_uploads_only_bones_until_the_rig_changes(hs, bent_cylinder)
     rig, palette, t2a, skin = bind(hs, cyl)
     static = (skin._influences, skin._corner_buffer, skin._corner_factors)  # per-bind GPU objects
     pose_bone(arm, "Bone1", (-60, 90, 0))
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    new_palette = rig.palette(bpy.data.objects[rig.armature_name].evaluated_get(depsgraph))
+    new_palette = posed(rig).palette
     assert np.abs(new_palette.matrices - palette.matrices).max() > 0.1
     skin.update_pose(new_palette, t2a)
     assert (skin._influences, skin._corner_buffer, skin._corner_factors) == static
@@ -240,10 +250,10 @@ def test_update_pose_uploads_only_bones_until_the_rig_changes(hs, bent_cylinder)
 FACTOR_RTOL = 1e-5  # AUTO factors (>= 0.55): relative
 
 
-def assert_auto_matches_core(hs, rig, palette, t2a, skin, deform) -> tuple[float, float]:
+def assert_auto_matches_core(hs, rig, palette, t2a, skin, pose) -> tuple[float, float]:
     """Shader AUTO vs numpy AUTO: the factor per vertex, then positions and normals skinned with it.
     Returns (max relative factor error, max position error / diagonal)."""
-    expected = rig.auto_factors(deform)
+    expected = pose.auto_factors()
     got = skin.readback_factors()
     np.testing.assert_allclose(got, expected, rtol=FACTOR_RTOL, atol=0)
     _, position_error = assert_matches_core(hs, rig, palette, t2a, skin, expected)
@@ -253,10 +263,9 @@ def assert_auto_matches_core(hs, rig, palette, t2a, skin, deform) -> tuple[float
 def bind_auto(hs, obj):
     """``bind`` with the shader's AUTO factor: the pose's per-bone twist and swing go with the palette."""
     rig, palette, t2a, skin = bind(hs, obj, "AUTO")
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    deform = rig.deform_matrices(bpy.data.objects[rig.armature_name].evaluated_get(depsgraph))
-    skin.update_pose(palette, t2a, auto_bone_data=rig.auto_bone_data(deform))
-    return rig, palette, t2a, skin, deform
+    pose = posed(rig)
+    skin.update_pose(palette, t2a, auto_bone_data=pose.auto_bone_data())
+    return rig, palette, t2a, skin, pose
 
 
 def test_auto_factor_bend_and_twist_limb(hs):
@@ -266,22 +275,21 @@ def test_auto_factor_bend_and_twist_limb(hs):
     skin_to_chain(cyl, arm, blend=0.4)
     pose_bone(arm, "Bone1", (120, 0, 0))
     pose_bone(arm, "Bone2", (0, 170, 0))
-    rig, palette, t2a, skin, deform = bind_auto(hs, cyl)
-    factors = rig.auto_factors(deform)
+    rig, palette, t2a, skin, pose = bind_auto(hs, cyl)
+    factors = pose.auto_factors()
     assert factors.min() < 0.6 and factors.max() > 0.9, "both joint kinds must show in the factors"
-    assert_auto_matches_core(hs, rig, palette, t2a, skin, deform)
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose)
     fixed = hs.skinning.skin(rig.rest_positions, rig.binding, palette, 0.5, None, t2a)[0]
     assert np.abs(skin.readback() - fixed).max() > 1e-2 * bbox_diagonal(rig.rest_positions)  # AUTO matters
     assert_matches_core(hs, rig, palette, t2a, skin, 0.5, deform_factor=0.5)  # an override still wins
 
     pose_bone(arm, "Bone1", (0, 0, 40))  # the next frame: new bone data only, no per-vertex upload
     static = (skin._influences, skin._corner_buffer, skin._corner_factors)
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    deform = rig.deform_matrices(bpy.data.objects[rig.armature_name].evaluated_get(depsgraph))
-    palette = rig.palette(bpy.data.objects[rig.armature_name].evaluated_get(depsgraph), deform)
-    skin.update_pose(palette, t2a, auto_bone_data=rig.auto_bone_data(deform))
+    pose = posed(rig)
+    palette = pose.palette
+    skin.update_pose(palette, t2a, auto_bone_data=pose.auto_bone_data())
     assert (skin._influences, skin._corner_buffer, skin._corner_factors) == static
-    assert_auto_matches_core(hs, rig, palette, t2a, skin, deform)
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose)
 
     skin.update_pose(palette, t2a)  # AUTO without this pose's bone data cannot draw
     with pytest.raises(RuntimeError, match="auto_bone_data"):
@@ -295,11 +303,11 @@ def test_auto_factor_bbone_chain(hs):
     arm.pose.bones["Bone1"].bbone_curveinx = 0.4
     pose_bone(arm, "Bone1", (60, 0, 20))
     pose_bone(arm, "Bone2", (0, 120, 0))
-    rig, palette, t2a, skin, deform = bind_auto(hs, cyl)
+    rig, palette, t2a, skin, pose = bind_auto(hs, cyl)
     assert palette.bone_count > 3
-    factors = rig.auto_factors(deform)
+    factors = pose.auto_factors()
     assert np.ptp(factors) > 0.2
-    assert_auto_matches_core(hs, rig, palette, t2a, skin, deform)
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose)
 
 
 def test_auto_factor_equals_the_pair_sums_on_hard_influences(hs):
@@ -320,7 +328,7 @@ def test_auto_factor_equals_the_pair_sums_on_hard_influences(hs):
     source = SimpleNamespace(rest_positions=rng.random((n, 3)).astype(np.float32),
                              rest_normals=np.tile(np.float32([0, 0, 1]), (n, 1)), binding=binding)
     surface = (np.zeros((0, 3), np.int32), np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
-    skin = hs.resources.GpuSkin(source, surface, "AUTO")
+    skin = hs.resources.GpuSkin(source, surface, hs.factor.DeformFactor.automatic())
     skin.update_pose(identity, np.eye(4), auto_bone_data=bone_data)
     expected = hs.autofactor.vertex_factors(bone_data, bones, weights)
     assert np.ptp(expected) > 0.3

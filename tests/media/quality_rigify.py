@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 from mathutils import Matrix  # noqa: E402
 
 import hybrid_skin  # noqa: E402
-from hybrid_skin.analyze import operators as analyze  # noqa: E402
+from hybrid_skin import runtime  # noqa: E402
+from hybrid_skin.core.analysis import Analysis  # noqa: E402
 from hybrid_skin.draw import ensure_gpu_context  # noqa: E402
 
 ARM = ("DEF-upper_arm.L", "DEF-upper_arm.L.001", "DEF-forearm.L", "DEF-forearm.L.001")
@@ -121,7 +122,7 @@ def pose_arm(
     bpy.context.view_layer.update()
 
 
-def arm_rows(result: analyze.Analysis) -> dict[str, tuple[str, float | None, float, float]]:
+def arm_rows(result: Analysis) -> dict[str, tuple[str, float | None, float, float]]:
     """Per method: (factor, volume change, worst elbow bulge, worst forearm collapse)."""
     rows = {}
     for name, (factor, measure) in result.comparison.rows.items():
@@ -176,9 +177,6 @@ def main(argv: list[str]) -> None:
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     hybrid_skin.register()
-    registered = not analyze.HYBRIDSKIN_OT_analyze.is_registered  # until the add-on registers it
-    if registered:
-        analyze.register()
     try:
         rig = rigify_human()
         arm = arm_tube(rig)
@@ -187,7 +185,7 @@ def main(argv: list[str]) -> None:
         bpy.ops.hybrid_skin.add()
         arm.hybrid_skin.deform_factor = 0.5
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
-        result = analyze.results[arm.name]
+        result = runtime.get().analyses[arm.name]
         if args.details:
             print(result.table())
         print(markdown(args.bend, args.twist, arm_rows(result), args.twist_bone.split("_")[0]))
@@ -196,8 +194,6 @@ def main(argv: list[str]) -> None:
             arm.hybrid_skin.factor_mode = "AUTO"
             bpy.ops.hybrid_skin.render_comparison(filepath=str(args.picture.resolve()), width=360, height=360)
     finally:
-        if registered:
-            analyze.unregister()
         hybrid_skin.unregister()
 
 

@@ -25,12 +25,10 @@ def test_auto_factor_bend_joint_vs_twist_joint(addon):
     bpy.ops.hybrid_skin.add()
     cyl.hybrid_skin.factor_mode = "AUTO"
 
-    from bl_ext.user_default.hybrid_skin.skin import bind as rig
+    from bl_ext.user_default.hybrid_skin.skin import bind
 
     dg = bpy.context.evaluated_depsgraph_get()
-    bound = rig.cached_rig(cyl, dg)
-    arm_eval = arm.evaluated_get(dg)
-    factors = bound.auto_factors(bound.deform_matrices(arm_eval))
+    factors = bind.cached_bind(cyl, dg).posed(dg).auto_factors()
     z = np.array([v.co.z for v in cyl.data.vertices])
     bend_zone, twist_zone = np.abs(z - 1.0) < 0.15, np.abs(z - 2.0) < 0.15
     assert 0.4 <= factors[bend_zone].min() and factors[bend_zone].max() <= 0.7

@@ -1,42 +1,57 @@
 """Error report of an animation texture bake: the texture decoded as the shaders do, against the truth.
 
+Numpy only: the Blender side (``hybrid_skin.animtex``) hands in the baked meshes as :class:`BakedPart`
+(any object with these fields) and the samples it took (:mod:`.samples`).
+
 Owns: decoding a texture back to positions and normals per mesh (a few samples at a time, to bound
-memory; each ``VERTEX`` frame band once, see :func:`.core.animtex.decode.stream_vertex_frames`), the
+memory; each ``VERTEX`` frame band once, see :func:`.decode.stream_vertex_frames`), the
 truth's bounding-box diagonal in scene units, the bound quantisation alone allows
 (:func:`encoding_bound`), and the sidecar's ``error_report`` over every stored and halfway frame
-(:func:`bake_report`). Frames stream through :class:`.core.animtex.report.ErrorAccumulator`: errors
+(:func:`bake_report`). Frames stream through :class:`.report.ErrorAccumulator`: errors
 are the mesh-local differences mapped by each mesh's object matrix at the sampled frame (translation
-cancels), so no frame is ever moved to scene space as a whole. The numbers themselves come from
-:mod:`.core.animtex`; the samples from :mod:`.animtex_scene`.
+cancels), so no frame is ever moved to scene space as a whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol
 
 import numpy as np
 
-from ..core.animtex import (
-    AnimationTexture,
-    Kind,
+from ..skinning import SkinBinding, skin
+from .decode import (
+    bone_frame_palette,
     decode_bone_frames,
     decode_vertex_frames,
-    error_bound,
-    error_report,
-    mid_samples,
+    squared_lengths,
+    stream_vertex_frames,
 )
-from ..core.animtex.decode import bone_frame_palette, squared_lengths, stream_vertex_frames
-from ..core.animtex.report import ErrorAccumulator, normal_angles, position_errors
-from ..core.skinning import SkinBinding, skin
-from .scene import FrameSample, MeshPart, clip_frames, frame_key
+from .encode import AnimationTexture
+from .layout import Kind
+from .quantize import error_bound
+from .report import ErrorAccumulator, error_report, mid_samples, normal_angles, position_errors
+from .samples import Samples, clip_frames, frame_key
+
+__all__ = ["DECODE_CHUNK", "BakedPart", "bake_report", "decode", "encoding_bound", "scene_diagonal"]
 
 #: Vertices x samples decoded at once for the error report (bounds the decoders' working memory).
 DECODE_CHUNK = 1 << 18
 
-Samples = dict[tuple[int, float], FrameSample]
+
+class BakedPart(Protocol):
+    """One baked mesh: its own coordinates and normals, its slice ``start:stop`` of the concatenated
+    items, and (bone kinds) its 4 palette indices and weights per vertex."""
+
+    base: np.ndarray
+    normals: np.ndarray
+    start: int
+    stop: int
+    bone_indices: np.ndarray | None
+    bone_weights: np.ndarray | None
 
 
-def scene_diagonal(parts: list[MeshPart], sampled: Samples) -> float:
+def scene_diagonal(parts: list[BakedPart], sampled: Samples) -> float:
     """Bounding-box diagonal of every sampled frame's truth, in scene units."""
     lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
     for sample in sampled.values():
@@ -51,7 +66,7 @@ def scene_diagonal(parts: list[MeshPart], sampled: Samples) -> float:
     return float(np.linalg.norm(hi - lo))
 
 
-def _report_binding(part: MeshPart) -> SkinBinding:
+def _report_binding(part: BakedPart) -> SkinBinding:
     return SkinBinding(
         np.ascontiguousarray(part.bone_indices, dtype=np.int32),
         np.ascontiguousarray(part.bone_weights, dtype=np.float32),
@@ -60,13 +75,13 @@ def _report_binding(part: MeshPart) -> SkinBinding:
 
 
 def decode(
-    texture: AnimationTexture, parts: list[MeshPart], clip: int, samples: np.ndarray, bone_factor: float
+    texture: AnimationTexture, parts: list[BakedPart], clip: int, samples: np.ndarray, bone_factor: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions (mesh-local) and normals ``(S, N, 3)`` float32 as playback shows them at ``samples``.
 
-    Bone kinds skin each decoded sample with :func:`.core.skinning.skin` on the palette of
-    :func:`.core.animtex.decode.bone_frame_palette`: the same hybrid formulas as the shader's
-    reference :func:`.core.animtex.decode.skin_with_bone_frames`, in float32 like the GPU.
+    Bone kinds skin each decoded sample with :func:`..skinning.skin` on the palette of
+    :func:`.decode.bone_frame_palette`: the same hybrid formulas as the shader's
+    reference :func:`.decode.skin_with_bone_frames`, in float32 like the GPU.
     """
     samples = np.atleast_1d(np.asarray(samples, dtype=np.float64))
     if texture.kind is Kind.VERTEX:
@@ -79,14 +94,14 @@ def decode(
 
 def _skinned(
     texture: AnimationTexture,
-    parts: list[MeshPart],
+    parts: list[BakedPart],
     bindings: list[SkinBinding],
     clip: int,
     samples: np.ndarray,
     bone_factor: float,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Positions and normals ``(N, 3)`` of all parts at each of ``samples`` of a bone texture (one
-    part: :func:`.core.skinning.skin`'s own float32 arrays, not copied)."""
+    part: :func:`..skinning.skin`'s own float32 arrays, not copied)."""
     frames = decode_bone_frames(texture, clip, samples)
     for s in range(len(samples)):
         palette = bone_frame_palette(frames, s)
@@ -97,7 +112,7 @@ def _skinned(
             yield np.concatenate([p for p, _ in got]), np.concatenate([n for _, n in got])
 
 
-def encoding_bound(texture: AnimationTexture, parts: list[MeshPart], sampled: Samples) -> float:
+def encoding_bound(texture: AnimationTexture, parts: list[BakedPart], sampled: Samples) -> float:
     """Largest position error quantisation alone causes at stored frames, in scene units.
 
     VERTEX: the length of the per-axis bound. Bone kinds: first order in the bone errors,
@@ -131,7 +146,7 @@ def encoding_bound(texture: AnimationTexture, parts: list[MeshPart], sampled: Sa
 
 
 def _vertex_samples(
-    texture: AnimationTexture, parts: list[MeshPart], clip: int
+    texture: AnimationTexture, parts: list[BakedPart], clip: int
 ) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
     """``(name, index, positions, normals)`` of a ``VERTEX`` texture at every stored frame and every
     halfway sample, interleaved so that each frame band is decoded once (the values :func:`decode`
@@ -146,7 +161,7 @@ def _vertex_samples(
 
 
 def _bone_samples(
-    texture: AnimationTexture, parts: list[MeshPart], clip: int, bone_factor: float
+    texture: AnimationTexture, parts: list[BakedPart], clip: int, bone_factor: float
 ) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
     """``(name, index, positions, normals)`` of a bone texture at every stored frame, then every
     halfway sample, a few palettes decoded at a time."""
@@ -167,7 +182,7 @@ def _bone_samples(
 
 def bake_report(
     texture: AnimationTexture,
-    parts: list[MeshPart],
+    parts: list[BakedPart],
     sampled: Samples,
     *,
     diagonal: float,

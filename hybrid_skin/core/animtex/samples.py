@@ -1,0 +1,46 @@
+"""What an animation texture bake samples: the truth at each frame of each clip, keyed by scene frame.
+
+The Blender side fills a ``Samples`` dict while it plays the clips; the encoders read stored frames from
+it (:func:`stack_samples`) and the error report (:mod:`.verify`) reads stored and halfway frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .layout import Clip
+from .report import mid_samples
+
+__all__ = ["FrameSample", "Samples", "clip_frames", "frame_key", "stack_samples"]
+
+
+@dataclass
+class FrameSample:
+    """The truth at one sampled frame of one clip."""
+
+    positions: np.ndarray  # (N_total, 3) truth, mesh-local, all parts concatenated
+    normals: np.ndarray
+    matrices: np.ndarray | None  # (B, 4, 4) palette skinning matrices in mesh space (bone kinds)
+    world: np.ndarray  # (P, 4, 4) each part's object matrix at this frame: errors are in scene units
+
+
+#: ``(clip index, frame key)`` → the sample taken there.
+Samples = dict[tuple[int, float], FrameSample]
+
+
+def frame_key(frame: float) -> float:
+    """The scene frame as a sample key: steps that land on the same frame share one sample."""
+    return round(float(frame), 6)
+
+
+def clip_frames(clip: Clip) -> tuple[np.ndarray, np.ndarray]:
+    """Scene frames of the stored samples and of the halfway samples of ``clip``."""
+    mids = clip.frame_start + clip.frame_step * mid_samples(clip.frame_count, clip.loop)
+    return clip.sample_frames(), mids
+
+
+def stack_samples(samples: Samples, clip_index: int, frames: np.ndarray, what: str) -> np.ndarray:
+    """One field of the samples of clip ``clip_index`` at scene ``frames``, stacked on a new first axis."""
+    return np.stack([getattr(samples[(clip_index, frame_key(f))], what) for f in frames])
