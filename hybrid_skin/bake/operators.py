@@ -64,6 +64,10 @@ class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
             while not job.step():
                 wm.progress_update(int(job.progress * 100))
             job.finish()
+        except HybridSkinError as err:  # the scene cannot be skinned at some frame: say so, change nothing
+            job.cancel()
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
         except BaseException:
             job.cancel()
             raise
@@ -99,6 +103,11 @@ class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
         try:
             while not done and time.perf_counter() < deadline:
                 done = job.step()
+        except HybridSkinError as err:  # the scene cannot be skinned at some frame: say so, change nothing
+            job.cancel()
+            self._end(context)
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
         except BaseException:
             job.cancel()  # a bug: put the scene back and remove the timer and progress bar
             self._end(context)

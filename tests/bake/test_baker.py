@@ -179,6 +179,24 @@ def test_bake_bad_input_changes_nothing(addon, animated, kwargs, message):
     assert snapshot(cyl) == before and key_arrays(cyl) == keys
 
 
+@pytest.mark.parametrize("target", ["SHAPE_KEYS", "CURRENT"])
+def test_bake_with_a_missing_factor_group_reports_and_changes_nothing(addon, animated, target):
+    """The scene fails mid-bake (here: each frame resolves the object's factor): one clear message, the
+    scene and frame as before, no traceback."""
+    arm, cyl = animated
+    bpy.context.scene.frame_set(4)
+    settings = cyl.hybrid_skin
+    settings.factor_vertex_group, settings.factor_mode = "Missing", "VERTEX_GROUP"
+    before, keys = snapshot(cyl), key_arrays(cyl)
+    message = "'Cylinder': factor vertex group 'Missing' does not exist"
+    with pytest.raises(RuntimeError, match=message) as error:
+        bpy.ops.hybrid_skin.bake_shape_keys(target=target)
+    assert "Traceback" not in str(error.value)  # an operator report, not a Python exception
+    assert snapshot(cyl) == before and key_arrays(cyl) == keys
+    assert not settings.bake_state and bpy.context.scene.frame_current == 4
+    assert cyl.display_type == "BOUNDS"  # the GPU display is applied again
+
+
 def test_bake_needs_hybrid_skin(addon):
     arm = make_chain_armature("Rig", [1.0, 1.0])
     cyl = make_cylinder("Plain")
