@@ -2,7 +2,8 @@
 
 Pipeline: the Blender side samples each clip (skinned positions/normals, or bone skinning
 matrices) → :mod:`.encode` builds ``(H, W, 4)`` pixels in the chosen :class:`Precision` on a
-:mod:`.layout` → :mod:`.metadata` writes the JSON sidecar (validated by the shipped ``schema.json``)
+:mod:`.layout` (an :class:`~.texture.AnimationTexture`, optionally with its own binary
+:mod:`.header`) → :mod:`.metadata` writes the JSON sidecar (validated by the shipped ``schema.json``)
 → :mod:`.decode` plays it back exactly as ``shaders/animtex_*.glsl`` do → :mod:`.report` measures
 the error against the rig and picks the cheapest encoding within a tolerance. Motion of the mesh
 object itself (root motion) is not in the texture: :mod:`.root_motion` writes it as a per-clip track.
@@ -16,11 +17,11 @@ from .decode import (
     skin_with_bone_frames,
 )
 from .encode import (
-    AnimationTexture,
     encode_bone_dq_animation,
     encode_bone_matrix_animation,
     encode_vertex_animation,
 )
+from .header import read_embedded
 from .layout import TEXELS_PER_ITEM, Clip, Kind, TextureLayout, frame_pair, plan_layout
 from .metadata import (
     FORMAT_VERSION,
@@ -28,7 +29,6 @@ from .metadata import (
     dumps,
     load_schema,
     loads,
-    read_embedded,
     texture_from_metadata,
 )
 from .quantize import Precision, error_bound
@@ -42,6 +42,7 @@ from .report import (
     pick_encoding,
 )
 from .root_motion import root_motion_matrices, root_motion_track
+from .texture import AnimationTexture
 
 __all__ = [
     "FORMAT_VERSION",

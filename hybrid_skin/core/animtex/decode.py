@@ -22,9 +22,9 @@ from ..dualquat import (
     quaternion_to_matrix,
 )
 from ..skinning import BonePalette
-from .encode import AnimationTexture
 from .layout import Kind, frame_pair
 from .quantize import channel_values, decode_channels
+from .texture import AnimationTexture
 
 __all__ = [
     "BoneFrames",

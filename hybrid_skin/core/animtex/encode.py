@@ -32,23 +32,22 @@ passes near zero, as it would between ``q`` and ``-q``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..dualquat import quaternion_from_matrix
+from .header import embedded_float_count, embedded_floats
 from .layout import GUARD_FRAMES, TEXELS_PER_ITEM, Clip, Kind, TextureLayout, plan_layout
 from .quantize import (
     Precision,
-    channel_values,
     decode_terms,
     encode_channels,
     float32_to_bytes,
     stored_from_channels,
 )
+from .texture import AnimationTexture
 
 __all__ = [
-    "AnimationTexture",
     "encode_bone_dq_animation",
     "encode_bone_matrix_animation",
     "encode_vertex_animation",
@@ -58,39 +57,6 @@ __all__ = [
 #: a few MB keeps the float64 working arrays in cache across the quantiser's passes (100k vertices:
 #: one frame per chunk encodes ~1.5x faster than five).
 _CHUNK_VALUES = 1 << 20
-
-
-@dataclass(frozen=True)
-class AnimationTexture:
-    """An encoded texture and everything needed to decode it.
-
-    pixels: ``(H, W, 4)`` in ``precision.dtype`` (uint8, uint16, float16, float32), row 0 first.
-    value_min, value_max: ``(M, T, 4)`` float32 data ranges per texel slot and channel, ``M = 1`` for
-        ``VERTEX`` (one AABB) and ``M = B`` for bone kinds (per-bone AABBs).
-    decode_offset, decode_scale: same shape; ``value = offset + scale * channel``.
-    bone_pivots: ``(B, 3)`` float32 or ``None`` (``VERTEX``).
-    deform_factor: baked factor (``VERTEX``) or the default runtime factor (bone kinds), or ``None``.
-    non_rigid_residual: ``max |A - s R|`` over all bone matrices (``BONE_DQ``; 0 otherwise).
-    """
-
-    kind: Kind
-    precision: Precision
-    layout: TextureLayout
-    clips: tuple[Clip, ...]
-    pixels: np.ndarray
-    value_min: np.ndarray
-    value_max: np.ndarray
-    decode_offset: np.ndarray
-    decode_scale: np.ndarray
-    bone_names: tuple[str, ...] | None = None
-    bone_pivots: np.ndarray | None = None
-    deform_factor: float | None = None
-    non_rigid_residual: float = 0.0
-    embedded_metadata: bool = False
-
-    def channels(self) -> np.ndarray:
-        """``(H, W, 4)`` float32 as a sampler (and Blender's ``Image.pixels``) sees the texture."""
-        return channel_values(self.pixels, self.precision)
 
 
 def _chunks(count: int, values_per_frame: int) -> list[slice]:
@@ -169,8 +135,6 @@ def _assemble(
     """
     precision = Precision(precision)
     t = TEXELS_PER_ITEM[kind]
-    from .metadata import embedded_float_count, embedded_floats  # metadata imports this module
-
     n_floats = embedded_float_count(len(clips), item_count if kind is not Kind.VERTEX else 0)
     layout = plan_layout(
         item_count,

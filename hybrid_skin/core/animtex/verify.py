@@ -27,11 +27,11 @@ from .decode import (
     squared_lengths,
     stream_vertex_frames,
 )
-from .encode import AnimationTexture
 from .layout import Kind
 from .quantize import error_bound
 from .report import ErrorAccumulator, error_report, mid_samples, normal_angles, position_errors
 from .samples import Samples, clip_frames, frame_key
+from .texture import AnimationTexture
 
 __all__ = ["DECODE_CHUNK", "BakedPart", "bake_report", "decode", "encoding_bound", "scene_diagonal"]
 
