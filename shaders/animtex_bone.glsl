@@ -1,6 +1,7 @@
 /* Animation texture playback, part 2: bone textures (BONE_MATRIX, BONE_DQ) with the hybrid deform factor.
  *
- * Prepend animtex_vertex.glsl (shared readers, frame rows, item texels). Numpy reference:
+ * Prepend animtex_vertex.glsl (shared readers, frame rows, item texels) and dual_quaternion_lib.glsl
+ * (dq_to_rows). Numpy reference:
  *   animtex_bone_at     <-> decode.decode_bone_frames     (one bone at one fractional sample)
  *   animtex_skin_rows   <-> decode.skin_with_bone_frames  (hybrid of LBS and DQS by deform_factor)
  *
@@ -156,23 +157,6 @@ AnimtexBone animtex_bone_at(sampler2D tex, AnimtexBoneInfo info, int bone, int r
   return b;
 }
 
-/* Un-normalised dual quaternion -> rigid rows, divided by |real|^2 (Blender's mul_v3m3_dq). */
-void animtex_dq_rows(vec4 real, vec4 dual, out vec4 m0, out vec4 m1, out vec4 m2)
-{
-  float w = real.x, x = real.y, y = real.z, z = real.w;
-  float t0 = dual.x, t1 = dual.y, t2 = dual.z, t3 = dual.w;
-  float norm_sq = dot(real, real);
-  float inv = norm_sq > 0.0 ? 1.0 / norm_sq : 0.0;
-  float ww = w * w, xx = x * x, yy = y * y, zz = z * z;
-  float xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y, wz = w * z;
-  m0 = inv * vec4(ww + xx - yy - zz, 2.0 * (xy - wz), 2.0 * (xz + wy),
-                  2.0 * (-t0 * x + w * t1 - t2 * z + y * t3));
-  m1 = inv * vec4(2.0 * (xy + wz), ww + yy - xx - zz, 2.0 * (yz - wx),
-                  2.0 * (-t0 * y + t1 * z - x * t3 + w * t2));
-  m2 = inv * vec4(2.0 * (xz - wy), 2.0 * (yz + wx), ww + zz - xx - yy,
-                  2.0 * (-t0 * z + x * t2 + w * t3 - t1 * y));
-}
-
 /* Per-vertex hybrid matrix M = (1 - f) LBS + f DQS for up to four influences in stored order.
  * Scaled bones fold (s - 1)(p - c) into their dual part at the vertex, Blender's Preserve Volume way;
  * an influence is negated when its real part points away from the running sum (Blender's sign rule). */
@@ -196,7 +180,7 @@ void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, 
     dual += ws * bone_dual;
   }
   vec4 q0, q1, q2;
-  animtex_dq_rows(real, dual, q0, q1, q2);
+  dq_to_rows(real, dual, q0, q1, q2);
   float g = 1.0 - deform_factor;
   m0 = g * l0 + deform_factor * q0;
   m1 = g * l1 + deform_factor * q1;

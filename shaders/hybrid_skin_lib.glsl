@@ -3,7 +3,7 @@
  * Every function here mirrors a numpy function of the core, formula for formula, so that the
  * readback tests can hold the GPU to the CPU reference at float32 precision:
  *   hs_blend                   <-> _linear_blend and _dual_quaternion_blend (Blender's sign rule + pivot)
- *   hs_dq_to_rows              <-> _dq_rows_to_matrices   (Blender's mul_v3m3_dq)
+ *   dq_to_rows                 <-> _dq_rows_to_matrices   (dual_quaternion_lib.glsl, prepended)
  *   hs_hybrid_rows             <-> _chunk_matrices        (factor mix, then the influence blend)
  *   hs_cofactor_apply          <-> cofactor_apply
  *   hs_auto_factor             <-> autofactor.vertex_factors
@@ -33,29 +33,6 @@ vec2 hs_influence_entry(int entry)
   return texelFetch(influence_texture, ivec2(entry % HS_INFLUENCE_WIDTH, entry / HS_INFLUENCE_WIDTH), 0).xy;
 }
 
-/* Un-normalised dual quaternion (real, dual) -> rigid 3x4 rows, divided by |real|^2 (0 for a zero real). */
-void hs_dq_to_rows(vec4 real, vec4 dual, out vec4 r0, out vec4 r1, out vec4 r2)
-{
-  float w = real.x, x = real.y, y = real.z, z = real.w;
-  float t0 = dual.x, t1 = dual.y, t2 = dual.z, t3 = dual.w;
-  float norm_sq = dot(real, real);
-  float inv = norm_sq > 0.0 ? 1.0 / norm_sq : 0.0;
-  float ww = w * w, xx = x * x, yy = y * y, zz = z * z;
-  float xy = x * y, xz = x * z, yz = y * z, wx = w * x, wy = w * y, wz = w * z;
-  r0 = inv * vec4(ww + xx - yy - zz,
-                  2.0 * (xy - wz),
-                  2.0 * (xz + wy),
-                  2.0 * (-t0 * x + w * t1 - t2 * z + y * t3));
-  r1 = inv * vec4(2.0 * (xy + wz),
-                  ww + yy - xx - zz,
-                  2.0 * (yz - wx),
-                  2.0 * (-t0 * y + t1 * z - x * t3 + w * t2));
-  r2 = inv * vec4(2.0 * (xz - wy),
-                  2.0 * (yz + wx),
-                  ww + zz - xx - yy,
-                  2.0 * (-t0 * z + x * t2 + w * t3 - t1 * y));
-}
-
 /* One influence into a running dual quaternion sum with Blender's sign rule: the influence is negated when
  * its real part points away from the running sum, in stored order (entry 0 never is). Scaled bones also
  * sum their pivot columns (signed weight * pivot), applied to the rest point by hs_dq_finish. */
@@ -79,7 +56,7 @@ void hs_dq_finish(vec3 p, vec4 real, vec4 dual, vec4 pivot0, vec4 pivot1, vec4 p
   if (params.flags.x != 0) {
     dual += pivot0 * p.x + pivot1 * p.y + pivot2 * p.z;
   }
-  hs_dq_to_rows(real, dual, r0, r1, r2);
+  dq_to_rows(real, dual, r0, r1, r2);
 }
 
 /* The influence blends in one walk over the vertex's influences: the LBS rows l (= _linear_blend) when

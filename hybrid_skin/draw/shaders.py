@@ -4,16 +4,18 @@ Sources are plain GLSL files (no ``#version``; Blender's create-info declares ev
 sampler, varying and output). Each kind of shader is one :class:`ShaderKind` in :data:`KINDS`: its vertex
 libraries and ``main()`` files, fragment file, variants, and what its create-info declares. Kinds:
 
-* ``"viewport"`` / ``"readback"``: the skinning shaders. The library ``hybrid_skin_lib.glsl`` is prepended
-  to each vertex stage so both run literally the same skinning code; they read the ``HybridSkinParams``
-  block (:func:`pack_params`) and two textures (:class:`SkinProgram`). Variants (:data:`VARIANTS`):
-  ``"hybrid"`` (the add-on's shader), ``"dqs"`` and ``"lbs"`` (single-method shaders for benchmarks and
-  A/B pictures). Constants the GLSL shares with Python (the AUTO factor's targets and angle, the bone
-  texel it reads, the factor mode values) are passed as defines built from the Python modules that own
-  them (:func:`constant_defines`), so each has one source of truth.
+* ``"viewport"`` / ``"readback"``: the skinning shaders. The libraries ``dual_quaternion_lib.glsl`` and
+  ``hybrid_skin_lib.glsl`` are prepended to each vertex stage so both run literally the same skinning
+  code; they read the ``HybridSkinParams`` block (:func:`pack_params`) and two textures
+  (:class:`SkinProgram`). Variants (:data:`VARIANTS`): ``"hybrid"`` (the add-on's shader), ``"dqs"``
+  and ``"lbs"`` (single-method shaders for benchmarks and A/B pictures). Constants the GLSL shares with
+  Python (the AUTO factor's targets and angle, the bone texel it reads, the factor mode values) are
+  passed as defines built from the Python modules that own them (:func:`constant_defines`), so each
+  has one source of truth.
 * ``"crowd"``: the instanced crowd preview (``animtex/crowd.py``), the animation texture decoders
-  ``animtex_vertex.glsl`` (+ ``animtex_bone.glsl``) followed by ``animtex_crowd_vert.glsl``; push constants
-  and two textures (:class:`CrowdProgram`). Variants (:data:`CROWD_VARIANTS`): ``"vertex"`` and ``"bone"``.
+  ``animtex_vertex.glsl`` (+ ``dual_quaternion_lib.glsl`` and ``animtex_bone.glsl``) followed by
+  ``animtex_crowd_vert.glsl``; push constants and two textures (:class:`CrowdProgram`). Variants
+  (:data:`CROWD_VARIANTS`): ``"vertex"`` and ``"bone"``.
 
 Shaders compile on first use and stay cached in the add-on's runtime (:mod:`..runtime`) until
 :func:`clear_cache` or unregister. Compile failures raise :class:`ShaderCompileError` naming the shader
@@ -58,6 +60,8 @@ __all__ = [
 ]
 
 LIB_FILE = "hybrid_skin_lib.glsl"
+#: Dual quaternion helpers shared by the skinning and the bone animation texture shaders.
+DUAL_QUATERNION_LIB = "dual_quaternion_lib.glsl"
 PARAMS_FILE = "hybrid_skin_params.glsl"
 PARAMS_STRUCT = "HybridSkinParams"
 #: ``params.flags.w``: the factor is ``factors.x`` (times the per-vertex map when ``factors.y`` = 1) ...
@@ -116,7 +120,7 @@ VARIANTS: dict[str, Variant] = {
 #: Crowd variants: vertex animation textures, or bone textures (``animtex_bone.glsl``, ``CROWD_BONES``).
 CROWD_VARIANTS: dict[str, Variant] = {
     "vertex": Variant(),
-    "bone": Variant(("CROWD_BONES",), ("animtex_bone.glsl",)),
+    "bone": Variant(("CROWD_BONES",), (DUAL_QUATERNION_LIB, "animtex_bone.glsl")),
 }
 
 
@@ -276,7 +280,7 @@ KINDS: dict[str, ShaderKind] = {
         fragment="hybrid_skin_frag.glsl",
         variants=VARIANTS,
         program=SkinProgram,
-        libraries=(LIB_FILE,),
+        libraries=(DUAL_QUATERNION_LIB, LIB_FILE),
         vertex_inputs=VERTEX_INPUTS,
         samplers=SAMPLERS,
         varyings=_SKIN_VARYINGS,
@@ -287,7 +291,7 @@ KINDS: dict[str, ShaderKind] = {
         fragment="hybrid_skin_readback_frag.glsl",
         variants=VARIANTS,
         program=SkinProgram,
-        libraries=(LIB_FILE,),
+        libraries=(DUAL_QUATERNION_LIB, LIB_FILE),
         vertex_inputs=VERTEX_INPUTS,
         samplers=SAMPLERS,
         varyings=(("flat", "VEC4", "readback_value"),),
