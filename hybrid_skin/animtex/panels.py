@@ -10,7 +10,7 @@ import bpy
 
 from . import crowd
 from .bake import PHASES
-from .operators import HYBRIDSKIN_OT_bake_animation_texture, bake_target
+from .operators import HYBRIDSKIN_OT_bake_animation_texture, HYBRIDSKIN_OT_crowd_preview, bake_target
 from .summary import last_summary
 
 __all__ = [
@@ -71,11 +71,10 @@ class VIEW3D_PT_hybrid_skin_animtex(bpy.types.Panel):
     def draw(self, context):
         _draw_bake_button(self.layout)
         draw_summary(self.layout, bake_target(context))
-        if hasattr(bpy.types, "HYBRIDSKIN_OT_crowd_preview"):
-            text = "Hide Crowd" if crowd.is_active() else "Crowd Preview"
-            self.layout.operator("hybrid_skin.crowd_preview", text=text, icon="COMMUNITY")
-            if crowd.is_active():
-                self.layout.label(text=crowd.stats_line())
+        text = "Hide Crowd" if crowd.is_active() else "Crowd Preview"
+        self.layout.operator(HYBRIDSKIN_OT_crowd_preview.bl_idname, text=text, icon="COMMUNITY")
+        if crowd.is_active():
+            self.layout.label(text=crowd.stats_line())
 
 
 def _is_action_editor(context) -> bool:
