@@ -31,6 +31,7 @@ from ..core.animtex.crowd import CrowdLayout, crowd_layout, crowd_texels, crowd_
 from ..draw import shaders
 from ..draw.buffers import float_texture, vertex_buffer
 from ..errors import HybridSkinError
+from ..factor import DEFAULT_FACTOR
 from .files import read_image
 from .scene import find_target
 from .summary import last_summary
@@ -53,7 +54,8 @@ class CrowdPreview:
         self.kind = Kind(meta["kind"])
         variant = "vertex" if self.kind is Kind.VERTEX else "bone"
         self.program = shaders.get("crowd", variant)  # compile now: errors reach the operator
-        self.deform_factor = float(meta["deform_factor"]["value"] or 0.5)
+        baked = meta["deform_factor"]["value"]  # None when the bake had no single factor
+        self.deform_factor = DEFAULT_FACTOR if baked is None else float(baked)
         self.count = len(layout.clips)
         self.layout = layout
         self.animation = float_texture(channels)  # float32: PNG codes / Q and EXR values exactly

@@ -94,6 +94,21 @@ def test_one_instanced_draw_matches_the_decoders(gpu_context, modules, tmp_path,
         np.testing.assert_allclose(drawn[:, :2].max(0), hi[:2], atol=2 * pixel)
 
 
+def test_a_bake_at_deform_factor_zero_plays_lbs(gpu_context, modules, tmp_path):
+    """The preview took the sidecar's factor with ``value or 0.5``, turning an LBS bake (f = 0) into 0.5."""
+    crowd, core = modules
+    arm, obj = swinging_character("Lbs")
+    obj.hybrid_skin.deform_factor = 0.0
+    bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), kind="BONE_DQ", precision="EXR32")
+    meta = core.loads((tmp_path / f"{arm.name}_bone_dq.json").read_text())
+    assert meta["deform_factor"]["value"] == 0.0
+    preview = crowd.preview_for(arm, bpy.context.scene, count=4)
+    try:
+        assert preview.deform_factor == 0.0
+    finally:
+        preview.free()
+
+
 def test_toggle_and_clean_removal(gpu_context, modules, tmp_path):
     crowd, _core = modules
     arm, _obj = swinging_character("Toggle")
