@@ -41,7 +41,7 @@ def group_weights(obj: bpy.types.Object, name: str) -> np.ndarray:
 
 def test_a_missing_factor_group_is_one_error_for_every_feature(addon, cylinder, capsys):
     settings = cylinder.hybrid_skin
-    settings.display = "CPU"  # the Evaluated display: Blender mixes by the add-on's factor group
+    settings.display = "EVALUATED"  # the Evaluated display: Blender mixes by the add-on's factor group
     settings.deform_factor = 0.8
     np.testing.assert_allclose(group_weights(cylinder, "HybridSkin Factor"), 0.8, atol=1e-6)
     capsys.readouterr()
@@ -83,7 +83,7 @@ def test_factor_group_weights_scale_the_slider_everywhere(addon, cylinder):
         group.add([i], float(w), "REPLACE")
     settings = cylinder.hybrid_skin
     settings.factor_vertex_group, settings.factor_mode, settings.deform_factor = "Twisty", "VERTEX_GROUP", 0.6
-    settings.display = "CPU"
+    settings.display = "EVALUATED"
     np.testing.assert_allclose(group_weights(cylinder, "HybridSkin Factor"), 0.6 * weights, atol=1e-6)
     expected = addon.api.deformed_positions(cylinder, (0.6 * weights).astype(np.float32))
     np.testing.assert_allclose(addon.api.deformed_positions(cylinder), expected, atol=1e-6)

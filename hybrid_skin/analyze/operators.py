@@ -15,7 +15,7 @@ from ..core.analysis import Analysis, analyze_pose
 from ..errors import HybridSkinError
 from ..skin import bind
 
-__all__ = ["HYBRIDSKIN_OT_analyze", "analyze", "analyzed_object", "last_analysis"]
+__all__ = ["HYBRID_SKIN_OT_analyze", "analyze", "analyzed_object", "last_analysis"]
 
 
 def analyze(
@@ -64,7 +64,7 @@ def last_analysis(obj: bpy.types.Object) -> Analysis | None:
     return result if result is not None and result.object_uid == obj.session_uid else None
 
 
-class HYBRIDSKIN_OT_analyze(bpy.types.Operator):
+class HYBRID_SKIN_OT_analyze(bpy.types.Operator):
     """Measure volume change, joint bulge and candy-wrapper collapse: LBS, DQS, own, best global, Auto"""
 
     bl_idname = "hybrid_skin.analyze"
@@ -92,7 +92,7 @@ class HYBRIDSKIN_OT_analyze(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (HYBRIDSKIN_OT_analyze,)
+classes = (HYBRID_SKIN_OT_analyze,)
 
 
 def register() -> None:

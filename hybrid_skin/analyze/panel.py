@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 
 from ..core.analysis import Analysis
-from .operators import HYBRIDSKIN_OT_analyze, analyzed_object, last_analysis
+from .operators import HYBRID_SKIN_OT_analyze, analyzed_object, last_analysis
 
 __all__ = ["VIEW3D_PT_hybrid_skin_analyze", "draw_results"]
 
@@ -84,7 +84,7 @@ class VIEW3D_PT_hybrid_skin_analyze(bpy.types.Panel):
 
     def draw(self, context):
         obj = analyzed_object(context)
-        self.layout.operator(HYBRIDSKIN_OT_analyze.bl_idname, icon="VIEWZOOM")
+        self.layout.operator(HYBRID_SKIN_OT_analyze.bl_idname, icon="VIEWZOOM")
         result = last_analysis(obj)
         if result is not None:
             draw_results(self.layout, result, context.scene.frame_current)

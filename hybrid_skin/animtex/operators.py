@@ -59,7 +59,7 @@ def bake_target(context) -> bpy.types.Object | None:
     return obj if obj is not None and obj.type in {"ARMATURE", "MESH"} else None
 
 
-class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
+class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
     """Bake actions into a vertex or bone animation texture (PNG/EXR + JSON) for GPU-instanced crowds"""
 
     bl_idname = "hybrid_skin.bake_animation_texture"
@@ -240,7 +240,7 @@ class HYBRIDSKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
-class HYBRIDSKIN_OT_crowd_preview(bpy.types.Operator):
+class HYBRID_SKIN_OT_crowd_preview(bpy.types.Operator):
     """Show or hide a crowd of the last animation texture bake, drawn with one instanced draw call"""
 
     bl_idname = "hybrid_skin.crowd_preview"
@@ -274,7 +274,7 @@ class HYBRIDSKIN_OT_crowd_preview(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (HybridSkinAnimtexAction, HYBRIDSKIN_OT_bake_animation_texture, HYBRIDSKIN_OT_crowd_preview)
+classes = (HybridSkinAnimtexAction, HYBRID_SKIN_OT_bake_animation_texture, HYBRID_SKIN_OT_crowd_preview)
 
 
 def register() -> None:

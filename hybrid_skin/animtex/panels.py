@@ -10,7 +10,7 @@ import bpy
 
 from . import crowd
 from .bake import PHASES
-from .operators import HYBRIDSKIN_OT_bake_animation_texture, HYBRIDSKIN_OT_crowd_preview, bake_target
+from .operators import HYBRID_SKIN_OT_bake_animation_texture, HYBRID_SKIN_OT_crowd_preview, bake_target
 from .summary import last_summary
 
 __all__ = [
@@ -51,7 +51,7 @@ def draw_summary(layout, obj) -> None:
 
 
 def _draw_bake_button(layout) -> None:
-    layout.operator(HYBRIDSKIN_OT_bake_animation_texture.bl_idname, icon="TEXTURE")
+    layout.operator(HYBRID_SKIN_OT_bake_animation_texture.bl_idname, icon="TEXTURE")
 
 
 class VIEW3D_PT_hybrid_skin_animtex(bpy.types.Panel):
@@ -72,7 +72,7 @@ class VIEW3D_PT_hybrid_skin_animtex(bpy.types.Panel):
         _draw_bake_button(self.layout)
         draw_summary(self.layout, bake_target(context))
         text = "Hide Crowd" if crowd.is_active() else "Crowd Preview"
-        self.layout.operator(HYBRIDSKIN_OT_crowd_preview.bl_idname, text=text, icon="COMMUNITY")
+        self.layout.operator(HYBRID_SKIN_OT_crowd_preview.bl_idname, text=text, icon="COMMUNITY")
         if crowd.is_active():
             self.layout.label(text=crowd.stats_line())
 

@@ -33,7 +33,7 @@ CACHE_MODIFIER = "HybridSkin Cache"
 TARGETS = ("SHAPE_KEYS", "CURRENT", "PC2", "MDD")
 
 
-def frames_of(start: int, end: int, step: int) -> list[int]:
+def bake_frames(start: int, end: int, step: int) -> list[int]:
     if step <= 0:
         raise HybridSkinError(f"Frame step must be at least 1, got {step}")
     if end < start:

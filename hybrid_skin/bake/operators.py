@@ -19,10 +19,10 @@ TARGET_ITEMS = [
 ]
 
 
-class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
+class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
     """Bake the hybrid deformation so renders and exporters see it (shape keys or a point cache)"""
 
-    bl_idname = "hybrid_skin.bake_shape_keys"
+    bl_idname = "hybrid_skin.bake_deformation"
     bl_label = "Bake Hybrid Skin"
     bl_options = {"REGISTER", "UNDO"}
 
@@ -46,7 +46,7 @@ class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
         else:
             start = scene.frame_start if self.frame_start < 0 else self.frame_start
             end = scene.frame_end if self.frame_end < 0 else self.frame_end
-            frames = baker.frames_of(start, end, self.frame_step)
+            frames = baker.bake_frames(start, end, self.frame_step)
         return baker.Baker(
             context, context.active_object, self.target, frames, bpy.path.abspath(self.filepath)
         )
@@ -123,7 +123,7 @@ class HYBRIDSKIN_OT_bake_shape_keys(ModalProgress, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class HYBRIDSKIN_OT_clear_bake(bpy.types.Operator):
+class HYBRID_SKIN_OT_clear_bake(bpy.types.Operator):
     """Remove the baked shape keys or point cache and restore the modifier setup exactly"""
 
     bl_idname = "hybrid_skin.clear_bake"
@@ -141,7 +141,7 @@ class HYBRIDSKIN_OT_clear_bake(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (HYBRIDSKIN_OT_bake_shape_keys, HYBRIDSKIN_OT_clear_bake)
+classes = (HYBRID_SKIN_OT_bake_deformation, HYBRID_SKIN_OT_clear_bake)
 
 
 def register() -> None:

@@ -95,7 +95,7 @@ def apply(obj: bpy.types.Object) -> None:
         extra.show_viewport = mod.show_viewport
         extra.show_render = mod.show_render
     settings.saved_state = json.dumps(saved)
-    if settings.display == "CPU":
+    if settings.display == "EVALUATED":
         refresh_factor_group(obj)
 
 
@@ -139,9 +139,9 @@ def settings_changed(obj: bpy.types.Object) -> None:
     """Property update: re-apply the display state when it changed; refresh the Evaluated factors."""
     settings = obj.hybrid_skin
     saved = json.loads(settings.saved_state) if settings.saved_state else None
-    mode = None if saved is None else ("CPU" if "added_modifier" in saved else "GPU")
+    mode = None if saved is None else ("EVALUATED" if "added_modifier" in saved else "GPU")
     wanted = settings.display if settings.enabled and not settings.bake_state else None
     if mode != wanted:
         apply(obj)
-    elif wanted == "CPU":
+    elif wanted == "EVALUATED":
         refresh_factor_group(obj)

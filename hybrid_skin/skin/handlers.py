@@ -71,7 +71,7 @@ def on_frame_change(*_args) -> None:
     runtime.get().bump()
     for obj in enabled_objects():  # the Evaluated display's AUTO factors follow the pose
         settings = obj.hybrid_skin
-        if settings.display == "CPU" and settings.factor_mode == "AUTO" and not settings.bake_state:
+        if settings.display == "EVALUATED" and settings.factor_mode == "AUTO" and not settings.bake_state:
             display.refresh_factor_group(obj)
 
 

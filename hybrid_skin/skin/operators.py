@@ -14,10 +14,10 @@ from ..errors import HybridSkinError
 from . import bind, display, viewport
 
 __all__ = [
-    "HYBRIDSKIN_OT_add",
-    "HYBRIDSKIN_OT_rebind",
-    "HYBRIDSKIN_OT_remove",
-    "HYBRIDSKIN_OT_render_comparison",
+    "HYBRID_SKIN_OT_add",
+    "HYBRID_SKIN_OT_rebind",
+    "HYBRID_SKIN_OT_remove",
+    "HYBRID_SKIN_OT_render_comparison",
 ]
 
 
@@ -33,7 +33,7 @@ class NeedsHybridSkin:
         return has_hybrid_skin(context.active_object)
 
 
-class HYBRIDSKIN_OT_add(bpy.types.Operator):
+class HYBRID_SKIN_OT_add(bpy.types.Operator):
     """Deform the active mesh with Hybrid Skin (a blend of linear and dual quaternion skinning)"""
 
     bl_idname = "hybrid_skin.add"
@@ -69,7 +69,7 @@ class HYBRIDSKIN_OT_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class HYBRIDSKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
+class HYBRID_SKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
     """Remove Hybrid Skin from the active mesh and restore its modifiers and display exactly"""
 
     bl_idname = "hybrid_skin.remove"
@@ -95,7 +95,7 @@ class HYBRIDSKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class HYBRIDSKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
+class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
     """Re-read weights and rest shape after editing the mesh or its vertex groups"""
 
     bl_idname = "hybrid_skin.rebind"
@@ -114,7 +114,7 @@ class HYBRIDSKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class HYBRIDSKIN_OT_render_comparison(bpy.types.Operator):
+class HYBRID_SKIN_OT_render_comparison(bpy.types.Operator):
     """Render LBS | current hybrid | DQS side by side to a PNG, to choose a deform factor"""
 
     bl_idname = "hybrid_skin.render_comparison"
@@ -154,7 +154,7 @@ class HYBRIDSKIN_OT_render_comparison(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (HYBRIDSKIN_OT_add, HYBRIDSKIN_OT_remove, HYBRIDSKIN_OT_rebind, HYBRIDSKIN_OT_render_comparison)
+classes = (HYBRID_SKIN_OT_add, HYBRID_SKIN_OT_remove, HYBRID_SKIN_OT_rebind, HYBRID_SKIN_OT_render_comparison)
 
 
 def register() -> None:

@@ -47,11 +47,11 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             box.operator("hybrid_skin.clear_bake", icon="TRASH")
             return
         row = box.row(align=True)
-        row.operator("hybrid_skin.bake_shape_keys", text="Shape Keys").target = "SHAPE_KEYS"
-        row.operator("hybrid_skin.bake_shape_keys", text="Current Frame").target = "CURRENT"
+        row.operator("hybrid_skin.bake_deformation", text="Shape Keys").target = "SHAPE_KEYS"
+        row.operator("hybrid_skin.bake_deformation", text="Current Frame").target = "CURRENT"
         row = box.row(align=True)
-        row.operator("hybrid_skin.bake_shape_keys", text="PC2 Cache").target = "PC2"
-        row.operator("hybrid_skin.bake_shape_keys", text="MDD Cache").target = "MDD"
+        row.operator("hybrid_skin.bake_deformation", text="PC2 Cache").target = "PC2"
+        row.operator("hybrid_skin.bake_deformation", text="MDD Cache").target = "MDD"
 
     @staticmethod
     def draw_stats(layout, obj) -> None:

@@ -7,14 +7,17 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
 
 from . import display, viewport
 
+# Blender stores an enum property in .blend files by the number of its item, not by its identifier:
+# every item has an explicit number that never changes, so files saved by earlier versions keep their
+# settings when an identifier is renamed (Display "CPU" became "EVALUATED", still number 1).
 FACTOR_MODES = [
-    ("GLOBAL", "Global", "One deform factor for the whole object"),
-    ("VERTEX_GROUP", "Vertex Group", "The vertex group's weights scale the deform factor per vertex"),
-    ("AUTO", "Auto", "Per-vertex factor from each joint's twist and swing, every frame"),
+    ("GLOBAL", "Global", "One deform factor for the whole object", 0),
+    ("VERTEX_GROUP", "Vertex Group", "The vertex group's weights scale the deform factor per vertex", 1),
+    ("AUTO", "Auto", "Per-vertex factor from each joint's twist and swing, every frame", 2),
 ]
 DISPLAYS = [
-    ("GPU", "GPU", "Draw the hybrid live in the viewport with the add-on's shaders"),
-    ("CPU", "Evaluated", "Blender's own modifier stack computes the hybrid: renders and exporters see it"),
+    ("GPU", "GPU", "Draw the hybrid live in the viewport with the add-on's shaders", 0),
+    ("EVALUATED", "Evaluated", "Blender's own modifiers compute the hybrid: renders and exporters see it", 1),
 ]
 
 

@@ -714,7 +714,7 @@ def test_ui_entries(addon, animtex, summaries, robot, tmp_path):
     dialog = type(
         "Dialog", (), {"layout": StubLayout(log), "actions": [], "tolerance": 0.0, "action_source": "LISTED"}
     )
-    ops.HYBRIDSKIN_OT_bake_animation_texture.draw(dialog(), bpy.context)
+    ops.HYBRID_SKIN_OT_bake_animation_texture.draw(dialog(), bpy.context)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -89,7 +89,7 @@ def test_shape_key_bake_plays_the_hybrid_and_keeps_user_data(addon, animated):
     expected = truth(addon.api, cyl, FRAMES)
     diag = bbox_diagonal(expected[1][0])
     user_keys, user_curves = key_arrays(cyl), fcurve_dump(cyl.data.shape_keys)
-    assert bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=12) == {"FINISHED"}
+    assert bpy.ops.hybrid_skin.bake_deformation(frame_start=1, frame_end=12) == {"FINISHED"}
     baked_names = [k for k in cyl.data.shape_keys.key_blocks.keys() if k.startswith("HS Bake")]
     assert len(baked_names) == len(FRAMES)
     assert not cyl.modifiers["Armature"].show_viewport and not cyl.modifiers["Armature"].show_render
@@ -112,7 +112,7 @@ def test_shape_key_bake_plays_the_hybrid_and_keeps_user_data(addon, animated):
     assert cyl.data.shape_keys.animation_data.drivers[0].driver.expression == "0.25"
 
     # Baking again replaces only our keys.
-    bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=12, frame_step=3)
+    bpy.ops.hybrid_skin.bake_deformation(frame_start=1, frame_end=12, frame_step=3)
     assert [k for k in cyl.data.shape_keys.key_blocks.keys() if k.startswith("HS Bake")] == [
         f"HS Bake {f:04d}" for f in (1, 4, 7, 10)
     ]
@@ -134,7 +134,7 @@ def test_current_frame_bake_and_api_ignores_its_own_keys(addon, animated):
     arm, cyl = animated
     bpy.context.scene.frame_set(6)
     expected = addon.api.deformed_positions(cyl)
-    bpy.ops.hybrid_skin.bake_shape_keys(target="CURRENT")
+    bpy.ops.hybrid_skin.bake_deformation(target="CURRENT")
     assert cyl.data.shape_keys.key_blocks["HS Bake Frame 6"].value == 1.0
     np.testing.assert_allclose(evaluated_positions(cyl), expected, atol=1e-5)
     # The API still skins the rest input (not our baked key on top of it).
@@ -150,7 +150,7 @@ def test_point_cache_bake(addon, animated, tmp_path, fmt):
     diag = bbox_diagonal(expected[1][0])
     before = snapshot(cyl)
     path = tmp_path / f"cyl.{fmt.lower()}"
-    bpy.ops.hybrid_skin.bake_shape_keys(
+    bpy.ops.hybrid_skin.bake_deformation(
         target=fmt, frame_start=1, frame_end=12, frame_step=1, filepath=str(path)
     )
     data = pointcache.read_pc2(path)[0] if fmt == "PC2" else pointcache.read_mdd(path)[0]
@@ -175,7 +175,7 @@ def test_bake_bad_input_changes_nothing(addon, animated, kwargs, message):
     arm, cyl = animated
     before, keys = snapshot(cyl), key_arrays(cyl)
     with pytest.raises(RuntimeError, match=message):
-        bpy.ops.hybrid_skin.bake_shape_keys(**kwargs)
+        bpy.ops.hybrid_skin.bake_deformation(**kwargs)
     assert snapshot(cyl) == before and key_arrays(cyl) == keys
 
 
@@ -190,7 +190,7 @@ def test_bake_with_a_missing_factor_group_reports_and_changes_nothing(addon, ani
     before, keys = snapshot(cyl), key_arrays(cyl)
     message = "'Cylinder': factor vertex group 'Missing' does not exist"
     with pytest.raises(RuntimeError, match=message) as error:
-        bpy.ops.hybrid_skin.bake_shape_keys(target=target)
+        bpy.ops.hybrid_skin.bake_deformation(target=target)
     assert "Traceback" not in str(error.value)  # an operator report, not a Python exception
     assert snapshot(cyl) == before and key_arrays(cyl) == keys
     assert not settings.bake_state and bpy.context.scene.frame_current == 4
@@ -203,7 +203,7 @@ def test_bake_needs_hybrid_skin(addon):
     skin_to_chain(cyl, arm)
     bpy.context.view_layer.objects.active = cyl
     with pytest.raises(RuntimeError, match="does not use Hybrid Skin"):
-        bpy.ops.hybrid_skin.bake_shape_keys()
+        bpy.ops.hybrid_skin.bake_deformation()
     assert cyl.data.shape_keys is None
 
 
@@ -216,7 +216,7 @@ def test_robot_expressive_bake(addon, assets):
         bpy.ops.hybrid_skin.add()
         obj.hybrid_skin.deform_factor = 0.7
         expected = truth(addon.api, obj, frames)
-        bpy.ops.hybrid_skin.bake_shape_keys(frame_start=2, frame_end=9)
+        bpy.ops.hybrid_skin.bake_deformation(frame_start=2, frame_end=9)
         diag = bbox_diagonal(expected[2][0])
         for frame in frames:
             bpy.context.scene.frame_set(frame)
@@ -229,7 +229,7 @@ def test_undo_after_bake_restores_the_mesh(addon, animated):
     bpy.context.scene.frame_set(1)
     before, keys = snapshot(cyl), key_arrays(cyl)
     bpy.ops.ed.undo_push(message="before bake")
-    assert bpy.ops.hybrid_skin.bake_shape_keys("EXEC_DEFAULT", True, frame_start=1, frame_end=4) == {
+    assert bpy.ops.hybrid_skin.bake_deformation("EXEC_DEFAULT", True, frame_start=1, frame_end=4) == {
         "FINISHED"
     }
     assert any(
@@ -266,9 +266,9 @@ def test_final_render_of_bake_matches_render_of_native_mix(addon, animated, tmp_
     cam.rotation_euler = (math.radians(70), 0, math.radians(45))
     scene.camera = cam
     scene.frame_set(6)
-    cyl.hybrid_skin.display = "CPU"  # Blender's own two-modifier hybrid: the reference render
+    cyl.hybrid_skin.display = "EVALUATED"  # Blender's own two-modifier hybrid: the reference render
     native = render_png(tmp_path / "native.png")
-    bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=12)
+    bpy.ops.hybrid_skin.bake_deformation(frame_start=1, frame_end=12)
     scene.frame_set(6)
     baked = render_png(tmp_path / "baked.png")
     cyl.hybrid_skin.deform_factor = 0.0  # sanity: a different factor renders visibly differently
@@ -284,7 +284,7 @@ def test_gltf_export_of_baked_animation_replays_the_same_positions(addon, animat
     arm, cyl = animated
     frames = [1, 4, 8, 12]
     expected = truth(addon.api, cyl, frames)
-    bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=12)
+    bpy.ops.hybrid_skin.bake_deformation(frame_start=1, frame_end=12)
     world = np.array(cyl.matrix_world)
     bpy.ops.object.select_all(action="DESELECT")
     cyl.select_set(True)
@@ -323,7 +323,7 @@ def test_remove_clears_a_bake_and_restores_everything(addon, animated):
     bpy.context.scene.frame_set(1)
     before, keys = snapshot(cyl), key_arrays(cyl)
     bpy.ops.hybrid_skin.add()
-    bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=4)
+    bpy.ops.hybrid_skin.bake_deformation(frame_start=1, frame_end=4)
     bpy.ops.hybrid_skin.remove()
     bpy.context.scene.frame_set(1)
     assert snapshot(cyl) == before and key_arrays(cyl) == keys

@@ -403,7 +403,7 @@ def bench_bake(obj: bpy.types.Object, arm: bpy.types.Object, frames: int = 10) -
         obj.hybrid_skin.deform_factor = FACTOR
 
         def bake():
-            assert bpy.ops.hybrid_skin.bake_shape_keys(frame_start=1, frame_end=frames) == {"FINISHED"}
+            assert bpy.ops.hybrid_skin.bake_deformation(frame_start=1, frame_end=frames) == {"FINISHED"}
 
         ours = median_ms(bake, repeats=3) / frames
     finally:

@@ -53,7 +53,7 @@ def test_evaluated_display_follows_auto_factors_per_frame(addon):
     bpy.context.view_layer.objects.active = cyl
     bpy.ops.hybrid_skin.add()
     cyl.hybrid_skin.factor_mode = "AUTO"
-    cyl.hybrid_skin.display = "CPU"
+    cyl.hybrid_skin.display = "EVALUATED"
     from tests.support.scenes import evaluated_positions
 
     for frame in (1, 10):

@@ -78,7 +78,7 @@ def test_evaluated_display_equals_the_core(addon, rigged):
     arm, cyl = rigged
     before = snapshot(cyl)
     bpy.ops.hybrid_skin.add()
-    cyl.hybrid_skin.display = "CPU"
+    cyl.hybrid_skin.display = "EVALUATED"
     for f in (0.0, 0.3, 1.0):
         cyl.hybrid_skin.deform_factor = f
         bpy.context.view_layer.update()

@@ -120,7 +120,7 @@ def test_hidden_object_draws_nothing(hs, robot):
     skin, covered = draw(hs, obj, view_projection)
     assert skin is None and not covered.any()
     obj.hide_set(False)
-    obj.hybrid_skin.display = "CPU"  # the Evaluated display is Blender's own drawing, not the add-on's
+    obj.hybrid_skin.display = "EVALUATED"  # the Evaluated display is Blender's own drawing, not the add-on's
     skin, covered = draw(hs, obj, view_projection)
     assert skin is None and not covered.any()
 
