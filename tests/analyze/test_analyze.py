@@ -12,24 +12,11 @@ import numpy as np
 import pytest
 from mathutils import Matrix
 
+from tests.support.layout import RecordingLayout
 from tests.support.scenes import make_chain_armature, make_cylinder, pose_bone, skin_to_chain
 
 # Skinning runs in float32: positions carry ~1e-7 relative error; ratios of volumes and radii ~1e-6.
 F32_ATOL = 2e-5
-
-
-class StubLayout:
-    """Records what a draw function puts in a layout (the UI cannot be drawn headless)."""
-
-    def __init__(self, log: list):
-        self.log = log
-
-    def __getattr__(self, name):
-        def record(*args, **kwargs):
-            self.log.append((name, args, kwargs))
-            return StubLayout(self.log)
-
-        return record
 
 
 @pytest.fixture
@@ -196,9 +183,9 @@ def test_bbone_segments_are_joints_and_the_panel_draws_them(addon, analyze):
         set(by_bone) <= {"Bone0", "Bone1"} and by_bone["Bone1"]["DQS"].bulge > by_bone["Bone1"]["LBS"].bulge
     )
 
-    log: list = []
-    analyze.draw_results(StubLayout(log), result, frame=result.frame + 1)
-    labels = [call[2]["text"] for call in log if call[0] == "label"]
+    layout = RecordingLayout()
+    analyze.draw_results(layout, result, frame=result.frame + 1)
+    labels = layout.labels()
     assert labels[0].startswith(f"Results of frame {result.frame}")
     assert "open mesh" in labels and "Bone1" in labels and "AUTO" in labels
 
@@ -213,7 +200,7 @@ def test_rest_pose_has_no_moved_joint_and_poll_needs_hybrid_skin(analyze):
     result = run(analyze, cyl)
     assert result.labels == {} and all(m.joints == () for _f, m in result.comparison.rows.values())
     np.testing.assert_allclose(result.comparison.rows["LBS"][1].volume_change, 0.0, atol=F32_ATOL)
-    log: list = []
-    analyze.draw_results(StubLayout(log), result, frame=result.frame)
-    assert "No bent or twisted joint at this frame" in [c[2].get("text") for c in log]
+    layout = RecordingLayout()
+    analyze.draw_results(layout, result, frame=result.frame)
+    assert "No bent or twisted joint at this frame" in layout.labels()
     assert analyze.VIEW3D_PT_hybrid_skin_analyze.bl_parent_id == "VIEW3D_PT_hybrid_skin"

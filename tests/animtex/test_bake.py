@@ -681,42 +681,6 @@ def test_undo_removes_the_mesh_data(addon, animtex, robot, tmp_path):
     assert "animtex_index" not in bpy.data.objects[name].data.attributes
 
 
-class StubLayout:
-    """Records what a draw function puts in a layout (the UI cannot be drawn headless)."""
-
-    def __init__(self, log: list):
-        self.log = log
-
-    def __getattr__(self, name):
-        def record(*args, **kwargs):
-            self.log.append((name, args, kwargs))
-            return StubLayout(self.log)
-
-        return record
-
-
-def test_ui_entries(addon, animtex, summaries, robot, tmp_path):
-    ops = importlib.import_module(addon.__name__ + ".animtex.operators")
-    panels = importlib.import_module(addon.__name__ + ".animtex.panels")
-    assert panels.VIEW3D_PT_hybrid_skin_animtex.bl_parent_id == "VIEW3D_PT_hybrid_skin"
-    assert panels.DOPESHEET_PT_hybrid_skin_animtex.bl_space_type == "DOPESHEET_EDITOR"
-    for cls in (*ops.classes, *panels.classes):
-        assert cls.is_registered
-    assert panels._menu_entry in getattr(bpy.types, panels.MENU)._dyn_ui_initialize()
-    bake(directory=str(tmp_path), kind="BONE_MATRIX", precision="PNG8")
-    log: list = []
-    panels.draw_summary(StubLayout(log), robot[0])  # the report as the panels show it
-    labels = [call[2]["text"] for call in log if call[0] == "label"]
-    assert labels[0].startswith("BONE_MATRIX PNG8, step 1, 1 clip(s)") and labels[1].startswith("Max error")
-    seconds = summaries.last_summary(robot[0])["seconds"]
-    assert f"Baked in {sum(seconds.values()):.2f} s" in labels  # where the time went, phase by phase
-    assert any(t.startswith("sample ") for t in labels) and any("write " in t for t in labels)
-    dialog = type(
-        "Dialog", (), {"layout": StubLayout(log), "actions": [], "tolerance": 0.0, "action_source": "LISTED"}
-    )
-    ops.HYBRID_SKIN_OT_bake_animation_texture.draw(dialog(), bpy.context)
-
-
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "hybrid_skin", "bake-textures", *args],

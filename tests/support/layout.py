@@ -23,6 +23,12 @@ def operator_class_name(idname: str) -> str:
     return f"{module.upper()}_OT_{name}"
 
 
+def operator_properties(idname: str) -> bpy.types.Struct:
+    """The RNA of an operator's own properties (what ``layout.operator(...).x = ...`` sets)."""
+    module, _, name = idname.partition(".")
+    return getattr(getattr(bpy.ops, module), name).get_rna_type()
+
+
 @dataclass
 class Call:
     kind: str  # "operator", "prop", "prop_search", "label", "separator", "menu", "popover"
@@ -75,8 +81,7 @@ class RecordingLayout:
             raise AssertionError(f"button for {idname!r}, but no operator {name} is registered")
         call = Call("operator", (idname,), kwargs)
         self.calls.append(call)
-        names = {p.identifier for p in cls.bl_rna.properties}
-        return _OperatorButton(call, names)
+        return _OperatorButton(call, {p.identifier for p in operator_properties(idname).properties})
 
     def prop(self, data, property_name: str, **kwargs) -> None:
         if property_name not in data.bl_rna.properties:

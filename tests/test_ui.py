@@ -1,0 +1,222 @@
+"""Every panel, sub-panel, dialog and Action-editor entry, drawn in the states a user meets.
+
+The bpy module cannot draw a real UI, so each ``draw`` gets a recording layout
+(``tests/support/layout.py``) that checks what Blender would check while drawing: an operator button
+names a registered operator, a property exists on its data, a property set on a button exists on the
+operator. Over all states, every operator the add-on registers must be offered somewhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from types import SimpleNamespace
+
+import bpy
+import pytest
+
+from tests.support.layout import Drawn, RecordingLayout, draw_function, draw_panel, operator_properties
+from tests.support.scenes import make_chain_armature, make_cylinder, skin_to_chain
+
+#: Operators offered in a state, over every panel and entry.
+Offered = dict[str, set[str]]
+
+
+@pytest.fixture(scope="module")
+def ui(addon) -> SimpleNamespace:
+    module = importlib.import_module
+    panels = module(addon.__name__ + ".animtex.panels")
+    return SimpleNamespace(
+        addon=addon,
+        main=module(addon.__name__ + ".skin.panel").VIEW3D_PT_hybrid_skin,
+        analyze=module(addon.__name__ + ".analyze.panel").VIEW3D_PT_hybrid_skin_analyze,
+        animtex=panels.VIEW3D_PT_hybrid_skin_animtex,
+        dopesheet=panels.DOPESHEET_PT_hybrid_skin_animtex,
+        menu_entry=panels._menu_entry,
+        menu=panels.MENU,
+        crowd=module(addon.__name__ + ".animtex.crowd"),
+        summary=module(addon.__name__ + ".animtex.summary"),
+    )
+
+
+def registered_operators(addon) -> set[str]:
+    """``bl_idname`` of every operator the add-on registers (FEATURES' modules' ``classes``)."""
+    out = set()
+    for feature, names in addon.FEATURES:
+        for name in names:
+            module = importlib.import_module(f"{addon.__name__}.{feature}.{name}")
+            out |= {c.bl_idname for c in getattr(module, "classes", ()) if issubclass(c, bpy.types.Operator)}
+    return out
+
+
+def action_editor(obj) -> SimpleNamespace:
+    """What the Dope Sheet's Action editor gives a panel or menu as context (a stand-in: no window)."""
+    return SimpleNamespace(
+        space_data=SimpleNamespace(ui_mode="ACTION", mode="ACTION"),
+        active_object=obj,
+        object=obj,
+        mode="OBJECT" if obj is None or obj.mode == "OBJECT" else obj.mode,
+        scene=bpy.context.scene,
+    )
+
+
+def draw_everything(ui) -> dict[str, RecordingLayout | None]:
+    """Each panel (None where its poll refuses), the Action editor's panel and menu entry."""
+    obj = bpy.context.view_layer.objects.active
+    drawn = {name: draw_panel(getattr(ui, name)) for name in ("main", "analyze", "animtex")}
+    drawn["dopesheet"] = draw_panel(ui.dopesheet, action_editor(obj))
+    drawn["menu"] = draw_function(ui.menu_entry, action_editor(obj))
+    assert draw_panel(ui.dopesheet) is None, "the Action editor's panel showed outside the Action editor"
+    assert draw_function(ui.menu_entry).calls == [], "the menu entry showed outside the Action editor"
+    return drawn
+
+
+def offered(drawn: dict[str, RecordingLayout | None]) -> set[str]:
+    return {op for layout in drawn.values() if layout is not None for op in layout.operators()}
+
+
+def rig_with_action(name: str = "Cylinder"):
+    arm = make_chain_armature("Rig", [1.0, 1.0])
+    obj = make_cylinder(name, rings=8, segments=12)
+    skin_to_chain(obj, arm)
+    bone = arm.pose.bones["Bone1"]
+    bone.rotation_mode = "XYZ"
+    for frame, angle in ((1, 0.0), (5, 70.0)):
+        bone.rotation_euler = (math.radians(angle), 0.0, 0.0)
+        bone.keyframe_insert("rotation_euler", frame=frame)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 5
+    scene.frame_set(3)
+    return arm, obj
+
+
+def activate(obj) -> None:
+    bpy.context.view_layer.objects.active = obj
+
+
+def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
+    seen: Offered = {}
+
+    activate(None)  # no object
+    drawn = draw_everything(ui)
+    assert drawn["main"].labels() == ["Select a skinned mesh"] and drawn["main"].operators() == []
+    assert drawn["analyze"] is drawn["animtex"] is drawn["dopesheet"] is None
+    assert drawn["menu"].operators() == ["hybrid_skin.bake_animation_texture"]  # greyed out by its poll:
+    assert not bpy.ops.hybrid_skin.bake_animation_texture.poll()
+    seen["no object"] = offered(drawn)
+
+    empty = bpy.data.objects.new("Empty", None)
+    bpy.context.scene.collection.objects.link(empty)
+    activate(empty)  # a non-mesh that nothing bakes
+    drawn = draw_everything(ui)
+    assert drawn["main"].labels() == ["Select a skinned mesh"]
+    assert drawn["analyze"] is drawn["animtex"] is drawn["dopesheet"] is None
+    seen["empty"] = offered(drawn)
+
+    arm, obj = rig_with_action()
+    activate(arm)  # an armature: the texture bake starts from it
+    drawn = draw_everything(ui)
+    assert drawn["main"].labels() == ["Select a skinned mesh"] and drawn["analyze"] is None
+    bake, crowd = "hybrid_skin.bake_animation_texture", "hybrid_skin.crowd_preview"
+    assert drawn["animtex"].operators() == [bake, crowd]
+    assert drawn["dopesheet"].operators() == [bake] and drawn["menu"].operators() == [bake]
+    seen["armature"] = offered(drawn)
+
+    activate(obj)  # a skinned mesh without Hybrid Skin
+    drawn = draw_everything(ui)
+    assert drawn["main"].operators() == ["hybrid_skin.add"] and drawn["analyze"] is None
+    seen["mesh"] = offered(drawn)
+
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}  # GPU display
+    drawn = draw_everything(ui)
+    main = drawn["main"]
+    assert main.operators()[:3] == [
+        "hybrid_skin.remove",
+        "hybrid_skin.rebind",
+        "hybrid_skin.render_comparison",
+    ]
+    targets = [c.properties["target"] for c in main.buttons("hybrid_skin.bake_deformation")]
+    assert targets == ["SHAPE_KEYS", "CURRENT", "PC2", "MDD"]
+    assert main.props() == ["deform_factor", "factor_mode", "display"]
+    assert "Vertices: 108" in main.labels()
+    assert drawn["analyze"].operators() == ["hybrid_skin.analyze"]
+    seen["GPU display"] = offered(drawn)
+
+    settings = obj.hybrid_skin
+    settings.display = "EVALUATED"
+    settings.factor_vertex_group = obj.vertex_groups[0].name
+    settings.factor_mode = "VERTEX_GROUP"
+    drawn = draw_everything(ui)
+    assert drawn["main"].props() == ["deform_factor", "factor_mode", "factor_vertex_group", "display"]
+    assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
+    drawn = draw_everything(ui)
+    assert {"Method", "LBS", "DQS", "current", "best", "AUTO"} <= set(drawn["analyze"].labels())
+    seen["Evaluated display, analysed"] = offered(drawn)
+
+    assert bpy.ops.hybrid_skin.bake_deformation(target="CURRENT") == {"FINISHED"}
+    drawn = draw_everything(ui)
+    assert "hybrid_skin.clear_bake" in drawn["main"].operators()
+    assert "hybrid_skin.bake_deformation" not in drawn["main"].operators()
+    assert "Baked: the Armature modifier is bypassed" in drawn["main"].labels()
+    seen["baked"] = offered(drawn)
+    assert bpy.ops.hybrid_skin.clear_bake() == {"FINISHED"}
+
+    activate(arm)
+    directory = str(tmp_path)
+    assert bpy.ops.hybrid_skin.bake_animation_texture(directory=directory, kind="BONE_DQ") == {"FINISHED"}
+    drawn = draw_everything(ui)
+    seconds = ui.summary.last_summary(arm)["seconds"]
+    for panel in ("animtex", "dopesheet"):
+        labels = drawn[panel].labels()
+        assert labels[0].startswith("BONE_DQ PNG16, step 1, 1 clip(s)") and labels[1].startswith("Max error")
+        assert f"Baked in {sum(seconds.values()):.2f} s" in labels  # where the time went, phase by phase
+        assert any(t.startswith("sample ") for t in labels) and any("write " in t for t in labels)
+    seen["after a texture bake"] = offered(drawn)
+
+    everything = set().union(*seen.values())
+    assert everything == registered_operators(ui.addon), seen
+    assert len(everything) == 9
+
+
+def test_the_bake_dialog_draws_its_settings(ui):
+    """The texture bake's settings dialog (``invoke`` → ``invoke_props_dialog``), for listed actions."""
+    cls = bpy.types.HYBRID_SKIN_OT_bake_animation_texture
+    rna = operator_properties(cls.bl_idname)
+    layout = RecordingLayout()
+    actions = [SimpleNamespace(name="Walk", use=True, bl_rna=rna.properties["actions"].fixed_type)]
+    dialog = Drawn(cls, layout, bl_rna=rna, actions=actions, tolerance=0.0, action_source="LISTED")
+    cls.draw(dialog, bpy.context)
+    assert layout.props() == [
+        "directory",
+        "file_name",
+        "kind",
+        "precision",
+        "frame_step",
+        "tolerance",
+        "action_source",
+        "use",
+        "max_width",
+        "power_of_two",
+        "embed_metadata",
+        "write_mesh_data",
+    ]
+    assert [c.text for c in layout.calls if c.kind == "prop" and c.args[1] == "use"] == ["Walk"]
+
+
+def test_the_action_editor_menu_holds_the_entry(ui):
+    assert ui.menu_entry in getattr(bpy.types, ui.menu)._dyn_ui_initialize()
+
+
+@pytest.mark.gpu
+def test_the_crowd_preview_state(ui, gpu_context, tmp_path):
+    arm, _obj = rig_with_action()
+    activate(arm)
+    assert bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), kind="VERTEX") == {"FINISHED"}
+    assert bpy.ops.hybrid_skin.crowd_preview(count=16) == {"FINISHED"}
+    try:
+        drawn = draw_panel(ui.animtex)
+        assert [c.text for c in drawn.buttons("hybrid_skin.crowd_preview")] == ["Hide Crowd"]
+        assert drawn.labels()[-1].startswith("Crowd: 16 instances, 1 draw call")
+    finally:
+        assert bpy.ops.hybrid_skin.crowd_preview() == {"FINISHED"}  # toggles it off
+    assert [c.text for c in draw_panel(ui.animtex).buttons("hybrid_skin.crowd_preview")] == ["Crowd Preview"]
