@@ -6,6 +6,8 @@
  * part (which mesh of the character), bones / weights (bone kinds: 4 bone indices and weights).
  * The crowd texture holds per instance (column gl_InstanceID) the grid offset and time offset (row 0)
  * and the clip (row 1), and per part (row 2 + part) the top three rows of its object matrix.
+ * output_mode (hybrid_skin/animtex/crowd.py): 0 lit colour, 1 scene position and instance number per
+ * pixel, 2 / 3 one point per vertex and instance with its scene position / unit normal (readback).
  */
 
 void main()
@@ -37,5 +39,13 @@ void main()
   world_normal = vec3(dot(cross(r1.xyz, r2.xyz), n), dot(cross(r2.xyz, r0.xyz), n),
                       dot(cross(r0.xyz, r1.xyz), n));
   instance_id = gl_InstanceID;
-  gl_Position = view_projection * vec4(world_position, 1.0);
+  if (output_mode >= 2) {
+    /* Per-vertex readback (tests): vertex v of instance i to pixel (v, i); view_projection maps pixel
+     * coordinates to clip space here. */
+    gl_Position = view_projection * vec4(float(gl_VertexID) + 0.5, float(gl_InstanceID) + 0.5, 0.0, 1.0);
+    gl_PointSize = 1.0;
+  }
+  else {
+    gl_Position = view_projection * vec4(world_position, 1.0);
+  }
 }

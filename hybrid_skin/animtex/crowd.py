@@ -38,6 +38,10 @@ from .summary import last_summary
 
 __all__ = ["CrowdPreview", "hide", "is_active", "preview_for", "show", "stats_line"]
 
+#: ``output_mode`` of the crowd shader (``shaders/animtex_crowd_*.glsl``): lit colour, scene position and
+#: instance number per pixel, and the per-vertex readback of positions or unit normals.
+OUTPUT_COLOR, OUTPUT_PICK, OUTPUT_POSITIONS, OUTPUT_NORMALS = 0, 1, 2, 3
+
 
 class CrowdPreview:
     """GPU resources for one baked character: the animation texture, the crowd texture and one batch.
@@ -62,10 +66,11 @@ class CrowdPreview:
         self.crowd = float_texture(crowd_texels(layout, [part["matrix"] for part in parts]))
         columns, triangles = crowd_vertices(parts)
         self.vertex_count = len(columns["item"])
-        vbo = vertex_buffer(columns, self.vertex_count)
+        self._vertices = vertex_buffer(columns, self.vertex_count)
         self.batch = gpu.types.GPUBatch(
-            type="TRIS", buf=vbo, elem=gpu.types.GPUIndexBuf(type="TRIS", seq=triangles)
+            type="TRIS", buf=self._vertices, elem=gpu.types.GPUIndexBuf(type="TRIS", seq=triangles)
         )
+        self._points: gpu.types.GPUBatch | None = None  # one point per vertex, for readback_vertices
         self.draw_ms = 0.0
 
     def draw(
@@ -100,15 +105,53 @@ class CrowdPreview:
             with offscreen.bind():
                 fb = gpu.state.active_framebuffer_get()
                 fb.clear(color=(0.0, 0.0, 0.0, 0.0), depth=1.0)
-                self.draw(view_projection, seconds, output_mode=1)
+                self.draw(view_projection, seconds, output_mode=OUTPUT_PICK)
                 pixels = fb.read_color(0, 0, size, size, 4, 0, "FLOAT")
             pixels.dimensions = size * size * 4
             return np.array(pixels, dtype=np.float32).reshape(size, size, 4)
         finally:
             offscreen.free()
 
+    def readback_vertices(self, seconds: float, *, normals: bool = False) -> np.ndarray:
+        """``(instances, vertices, 3)`` float32 scene positions (or unit normals) of every vertex of every
+        instance at playback time ``seconds``, as the crowd shader computes them: one point per vertex
+        and instance into an RGBA32F target (vertex = column, instance = row), read back."""
+        width, height = self.vertex_count, self.count
+        if self._points is None:
+            self._points = gpu.types.GPUBatch(type="POINTS", buf=self._vertices)
+        # In the readback modes the shader places vertex v of instance i at pixel (v, i) through this
+        # matrix (pixel coordinates → clip space) instead of the view.
+        to_clip = np.array([[2 / width, 0, 0, -1], [0, 2 / height, 0, -1], [0, 0, 1, 0], [0, 0, 0, 1]])
+        pixels = np.zeros((height, width, 4), dtype=np.float32)
+        offscreen = gpu.types.GPUOffScreen(width, height, format="RGBA32F")
+        try:
+            with offscreen.bind():
+                framebuffer = gpu.state.active_framebuffer_get()
+                framebuffer.clear(color=(0.0, 0.0, 0.0, 0.0))
+                gpu.state.depth_test_set("NONE")
+                gpu.state.blend_set("NONE")
+                gpu.state.point_size_set(1.0)
+                self.program.bind(
+                    self.animation,
+                    self.crowd,
+                    view_projection=to_clip,
+                    seconds=seconds,
+                    deform_factor=self.deform_factor,
+                    color=(1.0, 1.0, 1.0, 1.0),
+                    output_mode=OUTPUT_NORMALS if normals else OUTPUT_POSITIONS,
+                )
+                self._points.draw_instanced(self.program.shader, instance_start=0, instance_count=height)
+                framebuffer.read_color(
+                    0, 0, width, height, 4, 0, "FLOAT", data=gpu.types.Buffer("FLOAT", pixels.shape, pixels)
+                )
+        finally:
+            offscreen.free()
+        if not np.all(pixels[..., 3] == 1.0):
+            raise RuntimeError(f"the crowd readback lost {int(np.sum(pixels[..., 3] != 1.0))} vertices")
+        return np.ascontiguousarray(pixels[..., :3])
+
     def free(self) -> None:
-        self.batch = self.animation = self.crowd = self.program = None
+        self.batch = self._points = self._vertices = self.animation = self.crowd = self.program = None
 
 
 def _mesh_parts(meta: dict, obj: bpy.types.Object, scene: bpy.types.Scene) -> list[dict]:

@@ -1,7 +1,6 @@
-"""Crowd preview: one instanced draw call of the real crowd shader, read back and held to the numpy decoders.
-
-Each instance's pixels (scene position + instance number, from a float offscreen target seen from above)
-must lie on that instance's mesh as the core decoders place it at its own clip and time offset.
+"""Crowd preview: the real crowd shader (the animation texture GLSL decoders inside one instanced draw
+call), read back one point per vertex and instance and held to the numpy decoders number for number,
+as the skinning shader is; plus the preview's toggling, cleanup and compile errors.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ import math
 import bpy
 import numpy as np
 import pytest
+from mathutils import Euler, Matrix
 
 from tests.support.scenes import make_chain_armature, make_cylinder, skin_to_chain
 
@@ -50,48 +50,118 @@ def top_view(half: float) -> np.ndarray:
     return np.diag([1.0 / half, 1.0 / half, -1.0 / 50.0, 1.0])
 
 
-@pytest.mark.parametrize("kind", ["VERTEX", "BONE_DQ"])
-def test_one_instanced_draw_matches_the_decoders(gpu_context, modules, tmp_path, kind):
-    crowd, core = modules
-    arm, obj = swinging_character("Crowd")
-    assert bpy.ops.hybrid_skin.bake_animation_texture(
-        directory=str(tmp_path), kind=kind, precision="PNG16", action_source="ALL"
-    ) == {"FINISHED"}
-    preview = crowd.preview_for(arm, bpy.context.scene, count=9, spacing=5.0, seed=3)
-    seconds = 0.21
-    image = preview.readback(top_view(8.0), seconds, size=192)
-    ids = image[..., 3].astype(int)
-    assert set(np.unique(ids)) == set(range(10))  # background + all 9 instances visible
-    meta_path = tmp_path / f"{arm.name}_{kind.lower()}.json"
-    meta = core.loads(meta_path.read_text())
-    texture = core.texture_from_metadata(meta, crowd.read_image(str(tmp_path / meta["image"])))
-    rest = np.array([v.co[:] for v in obj.data.vertices], np.float32)
-    world = np.array(obj.matrix_world)
-    layout = preview.layout
-    for i in range(9):
-        clip = texture.clips[layout.clips[i]]
-        t = seconds + layout.time_offsets[i]
-        period = (clip.frame_count - 1) / clip.sample_rate
-        sample = (t % period) * clip.sample_rate
-        if kind == "VERTEX":
-            positions, _ = core.decode_vertex_frames(texture, rest, int(layout.clips[i]), np.array([sample]))
+def second_part(arm, name: str, matrix: Matrix):
+    """A thin cylinder beside the first, with its own object transform, skinned to the same chain."""
+    obj = make_cylinder(name, radius=0.1, height=1.6, rings=6, segments=8)
+    obj.data.transform(Matrix.Translation((0.6, 0.0, 0.2)))
+    obj.matrix_world = matrix
+    bpy.context.view_layer.update()
+    skin_to_chain(obj, arm)
+    return obj
+
+
+def vertex_data(obj) -> tuple[np.ndarray, np.ndarray]:
+    """The mesh's own coordinates and vertex normals, read independently of the add-on."""
+    n = len(obj.data.vertices)
+    co, normals = np.empty(n * 3, np.float32), np.empty(n * 3, np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    obj.data.vertex_normals.foreach_get("vector", normals)
+    return co.reshape(n, 3), normals.reshape(n, 3)
+
+
+def decoded_crowd(core, crowd_core, texture, meta, parts, layout, seconds, factor):
+    """``(instances, vertices, 3)`` scene positions and unit normals from the numpy decoders: each
+    instance at its own clip and sample, each part placed by its object matrix, the instance offset added."""
+    samples = crowd_core.instance_samples(layout, meta["clips"], seconds)
+    decode = importlib.import_module(core.__name__ + ".decode")
+    positions, normals = [], []
+    for i, sample in enumerate(samples):
+        clip = int(layout.clips[i])
+        at = np.array([sample])
+        placed_p, placed_n = [], []
+        local = []
+        if meta["kind"] == "VERTEX":
+            base = np.concatenate([vertex_data(obj)[0] for obj in parts])
+            p, n = core.decode_vertex_frames(texture, base, clip, at)
+            start = 0
+            for obj in parts:
+                count = len(obj.data.vertices)
+                local.append((p[0, start : start + count], n[0, start : start + count]))
+                start += count
         else:
-            skin = importlib.import_module(core.__name__ + ".decode").skin_with_bone_frames
-            frames = core.decode_bone_frames(texture, int(layout.clips[i]), np.array([sample]))
-            idx = np.empty(len(rest) * 4, np.float32)
-            w = np.empty(len(rest) * 4, np.float32)
-            obj.data.attributes["animtex_bone_indices"].data.foreach_get("color", idx)
-            obj.data.attributes["animtex_bone_weights"].data.foreach_get("color", w)
-            positions, _ = skin(frames, rest, idx.reshape(-1, 4).astype(int), w.reshape(-1, 4), 0.5)
-        expected = positions[0] @ world[:3, :3].T + world[:3, 3] + layout.offsets[i]
-        drawn = image[ids == i + 1][:, :3]
-        # Every pixel lies on this instance's decoded mesh (within the facet size), and it is drawn where it
-        # should be: the drawn extent matches the decoded one seen from above.
-        lo, hi = expected.min(0), expected.max(0)
-        assert np.all(drawn >= lo - 0.05) and np.all(drawn <= hi + 0.05), i
-        pixel = 16.0 / 192
-        np.testing.assert_allclose(drawn[:, :2].min(0), lo[:2], atol=2 * pixel)
-        np.testing.assert_allclose(drawn[:, :2].max(0), hi[:2], atol=2 * pixel)
+            frames = core.decode_bone_frames(texture, clip, at)
+            for obj in parts:
+                rest, rest_n = vertex_data(obj)
+                idx, w = (
+                    point_colors(obj, name) for name in ("animtex_bone_indices", "animtex_bone_weights")
+                )
+                p, n = decode.skin_with_bone_frames(frames, rest, idx.astype(int), w, factor, rest_n)
+                local.append((p[0], n[0]))
+        for obj, (p, n) in zip(parts, local):
+            m = np.array(obj.matrix_world)
+            placed_p.append(p.astype(np.float64) @ m[:3, :3].T + m[:3, 3] + layout.offsets[i])
+            cofactor = np.linalg.det(m[:3, :3]) * np.linalg.inv(m[:3, :3]).T
+            world_n = n.astype(np.float64) @ cofactor.T
+            placed_n.append(world_n / np.linalg.norm(world_n, axis=1, keepdims=True))
+        positions.append(np.concatenate(placed_p))
+        normals.append(np.concatenate(placed_n))
+    return np.array(positions), np.array(normals)
+
+
+def point_colors(obj, name: str) -> np.ndarray:
+    values = np.empty(len(obj.data.vertices) * 4, np.float32)
+    obj.data.attributes[name].data.foreach_get("color", values)
+    return values.reshape(-1, 4)
+
+
+POSITION_TOL = 1e-5  # x the crowd's extent: float32 on the GPU against float64 decoders
+NORMAL_TOL = 1e-5  # unit normals, absolute
+
+
+@pytest.mark.parametrize(
+    ("kind", "precision"), [("VERTEX", "PNG16"), ("BONE_DQ", "PNG16"), ("BONE_MATRIX", "EXR16")]
+)
+def test_the_crowd_shader_plays_what_the_numpy_decoders_decode(
+    gpu_context, modules, tmp_path, kind, precision
+):
+    """Every vertex of every instance, read back from the crowd shader (one point each into an RGBA32F
+    target), equals the numpy decoders' value at that instance's clip and time: two parts with their own
+    object transforms, clips of different lengths, looping and not."""
+    crowd, core = modules
+    crowd_core = importlib.import_module(core.__name__ + ".crowd")
+    arm, body = swinging_character("Crowd")
+    body.matrix_world = Matrix.LocRotScale((0.2, -0.1, 0.3), Euler((0.2, -0.3, 0.5)), (1.1, 0.9, 1.2))
+    bpy.context.view_layer.update()
+    # Bone textures hold one palette in mesh space: every part must sit alike relative to the armature.
+    other = Matrix.LocRotScale((1.0, 0.5, 0.0), Euler((0.0, 0.4, -0.2)), (0.8, 0.8, 1.3))
+    part = second_part(arm, "CrowdThin", body.matrix_world.copy() if kind != "VERTEX" else other)
+    bpy.data.actions["Left"].use_frame_range = bpy.data.actions["Left"].use_cyclic = True  # one loop
+    assert bpy.ops.hybrid_skin.bake_animation_texture(
+        directory=str(tmp_path), kind=kind, precision=precision, action_source="ALL"
+    ) == {"FINISHED"}
+    meta = core.loads((tmp_path / f"{arm.name}_{kind.lower()}.json").read_text())
+    texture = core.texture_from_metadata(meta, crowd.read_image(str(tmp_path / meta["image"])))
+    preview = crowd.preview_for(arm, bpy.context.scene, count=7, spacing=3.0, seed=3)
+    parts = sorted([body, part], key=lambda o: o.name)
+    try:
+        for seconds in (0.0, 0.21, 1.37):  # 1.37 s wraps the loop and replays the other clip
+            want_p, want_n = decoded_crowd(
+                core, crowd_core, texture, meta, parts, preview.layout, seconds, preview.deform_factor
+            )
+            got_p = preview.readback_vertices(seconds)
+            got_n = preview.readback_vertices(seconds, normals=True)
+            np.testing.assert_allclose(got_p, want_p, rtol=0, atol=POSITION_TOL * np.abs(want_p).max())
+            np.testing.assert_allclose(got_n, want_n, rtol=0, atol=NORMAL_TOL)
+        # the time matters (else a decoder ignoring it would pass): the same crowd a moment later
+        later = decoded_crowd(
+            core, crowd_core, texture, meta, parts, preview.layout, 0.5, preview.deform_factor
+        )
+        assert np.abs(later[0] - want_p).max() > 0.05
+        # The lit draw call itself shows every instance (ids of the pick mode, seen from above).
+        ids = preview.readback(top_view(8.0), 0.21, size=128)[..., 3].astype(int)
+        assert set(np.unique(ids)) == set(range(8))
+    finally:
+        preview.free()
 
 
 def test_a_bake_at_deform_factor_zero_plays_lbs(gpu_context, modules, tmp_path):
@@ -114,15 +184,18 @@ def test_toggle_and_clean_removal(gpu_context, modules, tmp_path):
     arm, _obj = swinging_character("Toggle")
     assert not crowd.is_active() and crowd.stats_line() == "Crowd preview off"  # off by default
     bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), kind="VERTEX", precision="PNG8")
-    handlers = bpy.types.SpaceView3D
     assert bpy.ops.hybrid_skin.crowd_preview(count=1000) == {"FINISHED"}
     state = crowd.runtime.get()
     assert crowd.is_active() and len(state.crowd_handles) == 2
+    handles = list(state.crowd_handles)
     preview = state.crowd
     preview.draw(top_view(80.0), 0.0)
     assert preview.count == 1000 and "1,000 instances" in crowd.stats_line()
     assert bpy.ops.hybrid_skin.crowd_preview() == {"FINISHED"}  # toggles off
-    assert not crowd.is_active() and state.crowd_handles == [] and handlers is bpy.types.SpaceView3D
+    assert not crowd.is_active() and state.crowd_handles == [] and preview.batch is None  # GPU objects freed
+    for handle in handles:  # both draw callbacks are gone: removing them again fails
+        with pytest.raises(ValueError):
+            bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")
     with pytest.raises(RuntimeError, match="no animation texture bake"):
         bpy.context.view_layer.objects.active = make_chain_armature("Unbaked", [1.0])
         bpy.ops.hybrid_skin.crowd_preview()
