@@ -1,260 +1,44 @@
 """Animation texture bake (seed 002) through the installed operator: files, sizes, round trip, failures.
 
-The expected values are recomputed here without the bake's own code: truth from ``api.deformed_positions``
-at every baked frame and halfway between frames (the scene played by ``tests.support.assets.play``), the
-texture read back from disk (PNG with the small decoder below, EXR with Blender's loader), each vertex
-found through the mesh data the bake wrote, decoded with the core's reference decoders (the GLSL twins).
+The expected values are recomputed here without the bake's own code (``tests/support/animtex.py``): truth
+from ``api.deformed_positions`` at every baked frame and halfway between frames (the scene played by
+``tests.support.assets.play``), the texture read back from disk (PNG with a small decoder of its own, EXR
+with Blender's loader), each vertex found through the mesh data the bake wrote, decoded with the core's
+reference decoders (the GLSL twins). Root motion and the command line have their own test files.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import os
-import struct
-import subprocess
-import sys
-import zlib
 from pathlib import Path
 
 import bpy
-import jsonschema
 import numpy as np
 import pytest
 
-from tests.support.assets import armature_actions, clip_action, import_gltf, play
+from tests.support.animtex import (
+    PRECISIONS,
+    TEXELS,
+    bake,
+    bone_matrix_bounds,
+    clip_frames,
+    coordinates,
+    decode,
+    load_bake,
+    mesh_attribute,
+    rest_pose,
+    to_world,
+    true_bone_matrices,
+    truth,
+    vertex_bound,
+    world_stats,
+)
+from tests.support.assets import armature_actions, clip_action, play
 from tests.support.scenes import make_chain_armature, make_cylinder, skin_to_chain
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PRECISIONS = ("PNG8", "PNG16", "EXR16", "EXR32")
-TEXELS = {"VERTEX": 2, "BONE_MATRIX": 3, "BONE_DQ": 2}
 ROBOT_ACTIONS = 14
-
-
-@pytest.fixture(scope="module")
-def animtex(addon):
-    """The installed add-on's animation texture bake module."""
-    return importlib.import_module(addon.__name__ + ".animtex.bake")
-
-
-@pytest.fixture(scope="module")
-def summaries(addon):
-    """The installed add-on's bake summaries (what the panels show about the last bake)."""
-    return importlib.import_module(addon.__name__ + ".animtex.summary")
-
-
-@pytest.fixture(scope="module")
-def core(addon):
-    return importlib.import_module(addon.__name__ + ".core.animtex")
-
-
-@pytest.fixture
-def robot(assets):
-    arm, meshes = import_gltf(assets / "RobotExpressive.glb")
-    bpy.context.view_layer.objects.active = arm
-    return arm, sorted(meshes, key=lambda o: o.name)
-
-
-# ------------------------------------------------------------------------------------------ reading
-def _unfilter(raw: bytes, height: int, stride: int, bpp: int) -> np.ndarray:
-    """PNG scanline filters 0-4 (RFC 2083 §6), pixel by pixel across all channels at once."""
-    out = np.zeros((height, stride), np.int32)
-    prev = np.zeros(stride, np.int32)
-    for y in range(height):
-        start = y * (stride + 1)
-        kind, line = raw[start], np.frombuffer(raw, np.uint8, stride, start + 1).astype(np.int32)
-        if kind in (0, 2):
-            cur = (line + prev * (kind == 2)) & 255
-        else:
-            cur = np.zeros(stride, np.int32)
-            for x in range(0, stride, bpp):
-                a = cur[x - bpp : x] if x else np.zeros(bpp, np.int32)
-                b, c = prev[x : x + bpp], prev[x - bpp : x] if x else np.zeros(bpp, np.int32)
-                if kind == 1:
-                    pred = a
-                elif kind == 3:
-                    pred = (a + b) // 2
-                else:
-                    pa, pb, pc = np.abs(b - c), np.abs(a - c), np.abs(a + b - 2 * c)
-                    pred = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
-                cur[x : x + bpp] = (line[x : x + bpp] + pred) & 255
-        out[y], prev = cur, cur
-    return out
-
-
-def read_png(path: Path) -> tuple[int, np.ndarray]:
-    """``(bit depth, (H, W, 4) stored codes)``, row 0 = bottom row as Blender and texelFetch count."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat = 8, b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
-            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert (color, interlace) == (6, 0), "RGBA, not interlaced"
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    rows = _unfilter(zlib.decompress(idat), height, width * 4 * depth // 8, 4 * depth // 8)
-    if depth == 16:
-        rows = rows[:, 0::2] * 256 + rows[:, 1::2]
-    return depth, rows.reshape(height, width, 4)[::-1]
-
-
-def blender_pixels(path: Path) -> np.ndarray:
-    image = bpy.data.images.load(str(path), check_existing=False)
-    image.colorspace_settings.name = "Non-Color"
-    image.alpha_mode = "CHANNEL_PACKED"
-    width, height = image.size
-    buf = np.empty(width * height * 4, np.float32)
-    image.pixels.foreach_get(buf)
-    bpy.data.images.remove(image)
-    return buf.reshape(height, width, 4)
-
-
-def load_bake(core, json_path: Path, independent_png: bool = False):
-    """Sidecar (validated against the shipped schema) and the texture rebuilt from the file on disk."""
-    meta = json.loads(json_path.read_text(encoding="utf-8"))
-    jsonschema.validate(meta, core.load_schema())
-    image = json_path.parent / meta["image"]
-    if independent_png and image.suffix == ".png":
-        depth, codes = read_png(image)
-        assert depth == (8 if meta["precision"] == "PNG8" else 16)
-        pixels = codes.astype(core.Precision(meta["precision"]).dtype)
-    else:
-        pixels = blender_pixels(image)
-    return meta, core.texture_from_metadata(meta, pixels)
-
-
-def mesh_attribute(obj, name: str, width: int, field: str, dtype=np.float32) -> np.ndarray:
-    attr = obj.data.attributes[name]
-    buf = np.empty(len(attr.data) * width, dtype)
-    attr.data.foreach_get(field, buf)
-    return buf.reshape(len(attr.data), width) if width > 1 else buf
-
-
-def coordinates(obj) -> np.ndarray:
-    co = np.empty(len(obj.data.vertices) * 3, np.float32)
-    obj.data.vertices.foreach_get("co", co)
-    return co.reshape(-1, 3)
-
-
-def to_world(points: np.ndarray, world: np.ndarray) -> np.ndarray:
-    """``(S, N, 3)`` local points with each frame's object matrix ``(S, 4, 4)`` → scene space."""
-    return np.einsum("sij,snj->sni", world[:, :3, :3], points.astype(np.float64)) + world[:, None, :3, 3]
-
-
-# ----------------------------------------------------------------------------------- truth, decode
-def clip_frames(clip: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Scene frames of a clip's stored samples and of the samples halfway between them."""
-    step, count = clip["frame_step"], clip["frame_count"]
-    halves = count if clip["loop"] else count - 1
-    return clip["frame_start"] + step * np.arange(count), clip["frame_start"] + step * (
-        np.arange(halves) + 0.5
-    )
-
-
-def rest_pose(arm) -> None:
-    """A clip is its action alone: channels it does not key stay at rest, whatever was played before."""
-    for pb in arm.pose.bones:
-        pb.location, pb.rotation_quaternion, pb.scale = (0, 0, 0), (1, 0, 0, 0), (1, 1, 1)
-        pb.rotation_euler, pb.rotation_axis_angle = (0, 0, 0), (0, 0, 1, 0)
-
-
-def truth(addon, arm, meshes, action, frames, factor):
-    """Per mesh: ``(S, N, 3)`` local positions and ``(S, 4, 4)`` object matrices at scene ``frames``."""
-    arm.animation_data.use_nla = False
-    play(arm, action, float(frames[0]))
-    rest_pose(arm)
-    out = [([], []) for _ in meshes]
-    for frame in frames:
-        play(arm, action, float(frame))
-        for (positions, worlds), obj in zip(out, meshes):
-            positions.append(addon.api.deformed_positions(obj, deform_factor=factor))
-            worlds.append(np.array(obj.matrix_world))
-    return [(np.array(p).reshape(len(frames), -1, 3), np.array(w).reshape(-1, 4, 4)) for p, w in out]
-
-
-def decode(core, meta, texture, meshes, clip: int, samples: np.ndarray) -> list[np.ndarray]:
-    """Local positions per mesh, each vertex found through the mesh data the bake wrote."""
-    if meta["kind"] == "VERTEX":
-        index = [
-            mesh_attribute(o, meta["mesh_attributes"]["texel_index"], 1, "value", np.int32) for o in meshes
-        ]
-        rest = np.zeros((meta["layout"]["item_count"], 3), np.float32)
-        for obj, idx in zip(meshes, index):
-            rest[idx] = coordinates(obj)
-        items, _ = core.decode_vertex_frames(texture, rest, clip, samples)
-        return [items[:, idx] for idx in index]
-    from importlib import import_module
-
-    skin = import_module(core.__name__ + ".decode").skin_with_bone_frames
-    frames = core.decode_bone_frames(texture, clip, samples)
-    out = []
-    for obj in meshes:
-        idx = mesh_attribute(obj, meta["mesh_attributes"]["bone_indices"], 4, "color")
-        w = mesh_attribute(obj, meta["mesh_attributes"]["bone_weights"], 4, "color")
-        assert np.array_equal(idx, np.round(idx)) and np.allclose(w.sum(1), 1.0, atol=1e-6)
-        out.append(skin(frames, coordinates(obj), idx.astype(np.int32), w, meta["deform_factor"]["value"])[0])
-    return out
-
-
-def world_stats(truth_local, got_local, diagonal) -> dict:
-    dist = np.concatenate(
-        [
-            np.linalg.norm(to_world(g, w) - to_world(t, w), axis=-1).ravel()
-            for (t, w), g in zip(truth_local, got_local)
-        ]
-    )
-    return {
-        "max": dist.max(),
-        "mean": dist.mean(),
-        "count": dist.size,
-        "max_percent": 100 * dist.max() / diagonal,
-    }
-
-
-def bake(**kwargs) -> None:
-    assert bpy.ops.hybrid_skin.bake_animation_texture(**kwargs) == {"FINISHED"}
-
-
-# ---------------------------------------------------------------------------------- round trip
-def vertex_bound(truth_local: np.ndarray, rest: np.ndarray, precision: str) -> np.ndarray:
-    """Per-axis decode error bound from the offsets' AABB alone (as the core tests derive it)."""
-    off = truth_local.astype(np.float64) - rest
-    lo, hi = off.reshape(-1, 3).min(0), off.reshape(-1, 3).max(0)
-    if precision.startswith("PNG"):
-        storage = (hi - lo) / (2 * (255 if precision == "PNG8" else 65535))
-    else:
-        exponent = np.floor(np.log2(np.maximum((hi - lo) / 2, 1e-300)))
-        storage = np.where(hi > lo, 2.0 ** (exponent - (11 if precision == "EXR16" else 24)), 0.0)
-    return storage + 2.0**-22 * np.maximum(np.abs(lo), np.abs(hi)) + 2.0**-24 * np.abs(truth_local).max()
-
-
-def bone_matrix_bounds(kind: str, precision: str, mats: np.ndarray, pivots: np.ndarray):
-    """Bounds on decoded ``(F, B, 4, 4)`` bone matrices: linear entries, and translation per bone/axis."""
-    q = {"PNG8": 255, "PNG16": 65535}.get(precision)
-    u = np.einsum("fbij,bj->fbi", mats[..., :3, :3], pivots) + mats[..., :3, 3]
-    lo, hi = u.min(0), u.max(0)
-    bits = 11 if precision == "EXR16" else 24
-    if q:
-        d_u = (hi - lo) / (2 * q)
-    else:
-        d_u = np.where(hi > lo, 2.0 ** (np.floor(np.log2(np.maximum((hi - lo) / 2, 1e-300))) - bits), 0.0)
-    limit = max(1.0, np.abs(mats[..., :3, :3]).max()) if kind == "BONE_MATRIX" else 1.0
-    delta = (limit / (q - 1) if q else 2.0 ** (np.floor(np.log2(limit)) - bits)) + 2.0**-21 * limit
-    d_lin = delta if kind == "BONE_MATRIX" else 8 * delta  # quaternion: |dq| <= 4 delta, rotation <= 2 |dq|
-    arith = 2.0**-21 * np.abs(u).max()
-    return d_lin, d_u + d_lin * np.linalg.norm(pivots, axis=1)[:, None] * 3 + arith
-
-
-def true_bone_matrices(arm, meshes, names) -> np.ndarray:
-    """Mesh-space skinning matrices ``inv(T2A) @ matrix_channel @ T2A`` straight from the pose bones."""
-    t2a = np.linalg.inv(np.array(arm.matrix_world)) @ np.array(meshes[0].matrix_world)
-    chan = np.array([np.array(arm.pose.bones[n].matrix_channel) for n in names])
-    return np.linalg.inv(t2a) @ chan @ t2a
 
 
 @pytest.mark.parametrize("kind", list(TEXELS))
@@ -679,149 +463,3 @@ def test_undo_removes_the_mesh_data(addon, animtex, robot, tmp_path):
     bpy.ops.ed.undo()
     assert "animtex_uv" not in bpy.data.objects[name].data.uv_layers
     assert "animtex_index" not in bpy.data.objects[name].data.attributes
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hybrid_skin", "bake-textures", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def test_command_line(addon, core, robot, tmp_path):
-    arm, _ = robot
-    blend = tmp_path / "robot.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
-    before = blend.read_bytes()
-    out = tmp_path / "textures"
-    clips = [clip_action("Idle").name, clip_action("Wave").name]
-    done = run_cli(
-        str(blend),
-        "--object",
-        arm.name,
-        "--actions",
-        *clips,
-        "--kind",
-        "BONE_DQ",
-        "--precision",
-        "EXR16",
-        "--output",
-        str(out),
-        "--name",
-        "crowd",
-    )
-    assert done.returncode == 0, done.stderr
-    meta, _ = load_bake(core, out / "crowd.json")
-    assert (meta["kind"], meta["precision"], [c["name"] for c in meta["clips"]]) == (
-        "BONE_DQ",
-        "EXR16",
-        clips,
-    )
-    assert "overall" in done.stdout and blend.read_bytes() == before
-    for args, message in (
-        (("--object", "Object_72"), "has no Armature modifier"),
-        (("--object", arm.name, "--actions", "Nope"), "No action named"),
-        (("--object", "Ghost"), "no object 'Ghost'"),
-    ):
-        failed = run_cli(str(blend), *args, "--output", str(tmp_path / "empty"))
-        assert failed.returncode == 1 and message in failed.stderr, failed.stderr
-        assert os.listdir(tmp_path / "empty") == []
-    assert run_cli(str(tmp_path / "missing.blend"), "--object", "x", "--output", str(out)).returncode == 2
-
-
-# ------------------------------------------------------------------------------------- root motion
-def key_root_motion(arm, action) -> None:
-    """Key the armature object's location and Z rotation into ``action`` over its frame range."""
-    start, end = (float(f) for f in action.frame_range)
-    play(arm, action, start)  # assigns the action (and its object slot): the keys land in it
-    arm.rotation_mode = "XYZ"
-    for frame, x, y, angle in (
-        (start, 0.0, 0.0, 0.0),
-        ((start + end) / 2, 1.5, 0.4, 0.7),
-        (end, 3.0, -0.5, 1.9),
-    ):
-        arm.location, arm.rotation_euler = (x, y, 0.0), (0.0, 0.0, angle)
-        arm.keyframe_insert("location", frame=frame)
-        arm.keyframe_insert("rotation_euler", index=2, frame=frame)
-
-
-def test_root_motion_track_follows_the_moving_armature(addon, animtex, core, robot, tmp_path):
-    from mathutils import Matrix, Quaternion
-
-    arm, meshes = robot
-    walk, sitting = clip_action("Walking"), clip_action("Sitting")
-    key_root_motion(arm, walk)
-    scene = bpy.context.scene
-    scene.frame_set(7)
-    before = {o.name: np.array(o.matrix_world) for o in (arm, *meshes)}
-    pose = [tuple(pb.rotation_quaternion) for pb in arm.pose.bones]
-    options = animtex.BakeOptions(str(tmp_path), kind="VERTEX", frame_step=2, name="walk")
-    animtex.bake(bpy.context, arm, options, [walk.name, sitting.name])
-    # the user's scene is back: action, frame, object matrices (root motion included), pose
-    assert arm.animation_data.action == walk and scene.frame_current == 7
-    for obj in (arm, *meshes):
-        np.testing.assert_allclose(np.array(obj.matrix_world), before[obj.name], atol=1e-5)
-    np.testing.assert_allclose([tuple(pb.rotation_quaternion) for pb in arm.pose.bones], pose, atol=1e-6)
-
-    meta, _ = load_bake(core, tmp_path / "walk.json")  # validated against the shipped schema
-    walking, sitting = meta["clips"]
-    assert "root_motion" not in sitting  # an action that does not move the object has no track
-    track = walking["root_motion"]
-    frames, _ = clip_frames(walking)
-    assert len(frames) == walking["frame_count"] == 12
-    assert all(len(track[k]) == 12 for k in ("translation", "rotation", "scale"))
-    # independently: the first baked mesh's world matrix at each stored frame, Blender's own evaluation
-    worlds = []
-    for frame in frames:
-        play(arm, walk, float(frame))
-        worlds.append(np.array(meshes[0].matrix_world))
-    worlds = np.array(worlds)
-    expected = np.linalg.inv(worlds[0]) @ worlds  # in the mesh's space at the clip's first sample
-    got = np.array(
-        [
-            np.array(Matrix.LocRotScale(t, Quaternion(q), s))
-            for t, q, s in zip(track["translation"], track["rotation"], track["scale"])
-        ]
-    )
-    np.testing.assert_allclose(got, expected, atol=1e-5)  # entries ~1: float32 rounding and then some
-    np.testing.assert_allclose(worlds[0] @ got, worlds, atol=1e-5 * np.abs(worlds).max())
-    assert np.linalg.norm(track["translation"][-1]) > 1e-3  # it really moves (in mesh units)
-    # the texture stays in place: decoded mesh-local positions placed by each sample's own world
-    # matrix match the truth within the encoding bound
-    assert meta["error_report"]["frames"]["max"] <= meta["error_report"]["encoding_bound"]
-
-
-def test_root_motion_of_a_loop_and_a_user_transform_left_alone(addon, animtex, core, robot, tmp_path):
-    from mathutils import Matrix, Quaternion
-
-    arm, meshes = robot
-    walk, sitting = clip_action("Walking"), clip_action("Sitting")
-    key_root_motion(arm, walk)
-    walk.use_frame_range, walk.use_cyclic = True, True  # a walk cycle: its end frame is the wrap
-    idle = clip_action("Idle")  # the user's active action keys no object transform
-    play(arm, idle, 3.0)
-    arm.location, arm.rotation_euler = (0.25, -0.5, 0.125), (0.0, 0.0, 0.3)
-    bpy.context.view_layer.update()
-    before = np.array(arm.matrix_world)
-    options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", name="loop")
-    animtex.bake(bpy.context, arm, options, [walk.name, sitting.name])
-    assert arm.animation_data.action == idle
-    # the object keys of the baked action must not leave the armature where its last frame put it
-    np.testing.assert_allclose(np.array(arm.matrix_world), before, atol=1e-6)
-
-    meta, _ = load_bake(core, tmp_path / "loop.json")
-    walking, sitting = meta["clips"]
-    assert walking["loop"] and "root_motion" not in sitting  # Sitting starts from the user's transform
-    start, end = walking["frame_start"], walking["frame_end"]
-    worlds = []
-    for frame in (start, end):
-        play(arm, walk, float(frame))
-        worlds.append(np.array(meshes[0].matrix_world))
-    cycle = walking["root_motion"]["cycle"]
-    got = np.array(Matrix.LocRotScale(cycle["translation"], Quaternion(cycle["rotation"]), cycle["scale"]))
-    np.testing.assert_allclose(got, np.linalg.inv(worlds[0]) @ worlds[1], atol=1e-5)
-    assert np.linalg.norm(cycle["translation"]) > 1e-3
