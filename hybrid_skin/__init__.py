@@ -30,7 +30,9 @@ def _modules():
 
 
 def register() -> None:
-    from . import runtime  # deliberate: imports core.skinning (numpy), kept out of `import hybrid_skin`
+    # Deliberately here, not at module level: `import hybrid_skin.core` runs this file and must not load
+    # the add-on's own modules (the runtime brings the skinning kernel's thread pool with it).
+    from . import runtime
 
     runtime.start()
     for module in _modules():
@@ -38,7 +40,7 @@ def register() -> None:
 
 
 def unregister() -> None:
-    from . import runtime  # deliberate, as in register
+    from . import runtime  # deliberately here, as in register()
 
     for module in reversed(_modules()):
         module.unregister()

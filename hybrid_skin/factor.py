@@ -22,7 +22,7 @@ from .skin import bind as skin_bind
 if TYPE_CHECKING:
     from .skin.bind import MeshBind, PosedBind
 
-__all__ = ["DEFAULT_FACTOR", "DeformFactor", "group_weights", "resolve"]
+__all__ = ["DEFAULT_FACTOR", "DeformFactor", "global_value", "group_weights", "resolve"]
 
 #: Seed 000 recommends about 0.5 for bends; also the property's default.
 DEFAULT_FACTOR = 0.5
@@ -118,3 +118,10 @@ def resolve(
     if settings.factor_mode == "VERTEX_GROUP":
         return DeformFactor(value, group_weights(obj, bound))
     return DeformFactor(value)
+
+
+def global_value(obj: bpy.types.Object) -> float:
+    """The object's one number, the Deform Factor slider, whatever its factor mode (the default for an
+    object without settings): what a runtime that takes a single factor plays (bone textures)."""
+    settings = getattr(obj, "hybrid_skin", None)
+    return DEFAULT_FACTOR if settings is None else float(settings.deform_factor)

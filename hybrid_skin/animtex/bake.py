@@ -57,7 +57,6 @@ from ..core.animtex import (
 )
 from ..core.animtex.samples import FrameSample, Samples, clip_frames, frame_key, stack_samples
 from ..errors import HybridSkinError
-from ..factor import DEFAULT_FACTOR
 from ..skin import bind
 from ..skin.bind import MeshBind
 from . import palette
@@ -74,7 +73,6 @@ from .scene import (
     clip_for,
     find_target,
     mesh_parts,
-    object_settings,
     resolve_actions,
 )
 from .summary import store_summary
@@ -123,10 +121,6 @@ class BakeResult:
     tried: tuple = ()
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
-
-
-def _deform_factor(settings) -> float:
-    return float(settings.deform_factor) if settings is not None else DEFAULT_FACTOR
 
 
 class TextureBake:
@@ -183,16 +177,16 @@ class TextureBake:
     @property
     def bone_factor(self) -> float:
         """Runtime deform factor of the bone kinds: the first mesh's global factor."""
-        return _deform_factor(object_settings(self.parts[0].obj))
+        return factor.global_value(self.parts[0].obj)
 
     def _vertex_factor(self) -> float | None:
         """The factor baked into a VERTEX texture when it is one number for every mesh, else ``None``."""
         values = set()
         for part in self.parts:
-            settings = object_settings(part.obj)
-            if settings is not None and settings.factor_mode != "GLOBAL":
+            wanted = factor.resolve(part.obj)
+            if wanted.auto or wanted.weights is not None:
                 return None
-            values.add(_deform_factor(settings))
+            values.add(wanted.value)
         return values.pop() if len(values) == 1 else None
 
     def _step_frames(self, steps: Sequence[float]) -> tuple[list[tuple[int, float]], set[tuple[int, float]]]:
