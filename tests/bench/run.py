@@ -186,7 +186,7 @@ def bench_frame(obj, arm, n: int, repeats: int) -> list[Row]:
     )
 
     # Sanity: our result agrees with Blender's mix (same pose that is evaluated now).
-    err = float(np.abs(bound.evaluate(dg, FACTOR)[0] - evaluated_positions(obj)).max())
+    err = float(np.abs(bound.posed(dg).skin(FACTOR)[0] - evaluated_positions(obj)).max())
     label = f"{n // 1000}k v" if n < 1_000_000 else f"{n // 1_000_000}M v"
     target = 1.0 if n == 100_000 else None
     return [
@@ -277,9 +277,7 @@ def _gpu_update_ms(
             if i:  # the first one warms caches up
                 times.append(time.perf_counter() - t0)
         # Sanity: the GPU shows what the core computes for this pose (readback: 1 point per vertex).
-        arm_eval = arm.evaluated_get(dg)
-        t2a = bound.target_to_armature(obj.evaluated_get(dg), arm_eval)
-        ref = skin(bound.rest_positions, bound.binding, bound.palette(arm_eval), FACTOR, None, t2a)[0]
+        ref = bound.posed(dg).skin(FACTOR)[0]
         error = float(np.abs(gpu_skin.readback() - ref).max()) if len(ref) <= 100_000 else None
     finally:
         gpu_skin.free()
@@ -460,7 +458,7 @@ def bench_p5(frames: int = 24, vertices: int = 100_000, bones: int = 52, repeats
     import tempfile  # noqa: PLC0415
 
     import hybrid_skin  # noqa: PLC0415
-    from hybrid_skin.animtex import bake as animtex_bake  # noqa: PLC0415
+    from hybrid_skin.animtex.summary import last_summary  # noqa: PLC0415
 
     scene.clear_scene()
     arm = scene.make_chain_armature("P5Rig", bones, height=4.0)
@@ -495,7 +493,7 @@ def bench_p5(frames: int = 24, vertices: int = 100_000, bones: int = 52, repeats
                     wall = time.perf_counter() - t0
                     assert result == {"FINISHED"}, result
                     if i:
-                        runs.append((wall, animtex_bake.last_summary(arm)["seconds"]))
+                        runs.append((wall, last_summary(arm)["seconds"]))
             wall, split = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
             per_frame = {k: 1e3 * v / frames for k, v in split.items()}
             ours, made = 1e3 * wall / frames, per_frame["sample"] + per_frame["encode"]
