@@ -1,4 +1,4 @@
-/* Crowd preview vertex shader: one instanced draw call of a baked character (hybrid_skin/crowd.py).
+/* Crowd preview vertex shader: one instanced draw call of a baked character (hybrid_skin/animtex/crowd.py).
  *
  * The vertex stage is animtex_vertex.glsl (+ animtex_bone.glsl for bone kinds, with CROWD_BONES defined)
  * followed by this file, so the preview plays exactly what the decoders (and an engine) compute.

@@ -10,7 +10,7 @@
  * A 3x4 matrix is three vec4 rows r0, r1, r2 (p' = (dot(r0, p1), dot(r1, p1), dot(r2, p1)), p1 = (p, 1)),
  * the layout of the bone texture, so no transposes hide between the texture and the maths.
  *
- * Resources (declared by hybrid_skin/gpu/shaders.py, layout in hybrid_skin/core/gpu_layout.py):
+ * Resources (declared by hybrid_skin/draw/shaders.py, layout in hybrid_skin/core/gpu_layout.py):
  *   bone_texture       RGBA32F, 9 texels per bone row: matrix rows 0-2, real, dual, pivot columns 0-2,
  *                      AUTO data (tau, sigma_xyz)
  *   influence_texture  RG32F, HS_INFLUENCE_WIDTH texels per row: (bone index, weight) in stored order
@@ -19,7 +19,7 @@
  *                      the AUTO factor)
  * Defines: HS_DQS_ONLY / HS_LBS_ONLY compile single-method variants (benchmarks, A/B comparisons);
  * HS_AUTO_SWING, HS_AUTO_RANGE, HS_AUTO_EPSILON_SQ, HS_AUTO_TEXEL and HS_FACTOR_MODE_AUTO come from the
- * Python modules that own them (core/autofactor.py, core/gpu_layout.py, gpu/shaders.py).
+ * Python modules that own them (core/autofactor.py, core/gpu_layout.py, draw/shaders.py).
  */
 
 vec4 hs_bone_texel(int bone, int texel)

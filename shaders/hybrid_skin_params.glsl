@@ -1,4 +1,4 @@
-/* Uniform block of every Hybrid Skin shader (std140; packed by hybrid_skin/gpu/shaders.py::pack_params).
+/* Uniform block of every Hybrid Skin shader (std140; packed by hybrid_skin/draw/shaders.py::pack_params).
  * One block instead of push constants: the set is larger than the 128 bytes Vulkan guarantees. */
 struct HybridSkinParams {
   mat4 target_to_armature; /* mesh object space -> armature object space (Blender's premat) */

@@ -85,7 +85,8 @@ VERTEX_INPUTS = (
 
 #: Crowd samplers in slot order: the animation texture as loaded, and the per-instance/per-part texture.
 CROWD_SAMPLERS = ("animation", "crowd")
-#: Crowd per-vertex inputs (slot order = the vertex format crowd.py builds from this tuple).
+#: Crowd per-vertex inputs: the columns of ``core.animtex.crowd.crowd_vertices`` (matched by name; a test
+#: checks names and integer types agree).
 CROWD_VERTEX_INPUTS = (
     ("VEC3", "rest_position"),
     ("VEC3", "rest_normal"),

@@ -164,6 +164,24 @@ def test_the_crowd_shader_plays_what_the_numpy_decoders_decode(
         preview.free()
 
 
+def test_the_vertex_columns_are_the_shader_inputs(modules):
+    """The crowd's vertex buffer (numpy, core) carries exactly the inputs the shader declares, integers as
+    integers: Blender binds them by name, so a renamed or mistyped column would draw garbage."""
+    crowd, core = modules
+    shaders = crowd.shaders
+    crowd_core = importlib.import_module(core.__name__ + ".crowd")
+    part = {
+        "positions": np.zeros((3, 3)),
+        "normals": np.zeros((3, 3)),
+        "triangles": [[0, 1, 2]],
+        "items": [0, 1, 2],
+    }
+    columns, _ = crowd_core.crowd_vertices([part])
+    assert list(columns) == [name for _kind, name in shaders.CROWD_VERTEX_INPUTS]
+    for kind, name in shaders.CROWD_VERTEX_INPUTS:
+        assert (columns[name].dtype == np.int32) == kind.startswith(("INT", "IVEC")), name
+
+
 def test_a_bake_at_deform_factor_zero_plays_lbs(gpu_context, modules, tmp_path):
     """The preview took the sidecar's factor with ``value or 0.5``, turning an LBS bake (f = 0) into 0.5."""
     crowd, core = modules
