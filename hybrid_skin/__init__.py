@@ -35,8 +35,16 @@ def register() -> None:
     from . import runtime
 
     runtime.start()
-    for module in _modules():
-        module.register()
+    registered = []
+    try:
+        for module in _modules():
+            module.register()
+            registered.append(module)
+    except BaseException:  # leave nothing half-registered, then fail loudly
+        for module in reversed(registered):
+            module.unregister()
+        runtime.stop()
+        raise
 
 
 def unregister() -> None:

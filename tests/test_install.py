@@ -185,3 +185,24 @@ def test_enabling_re_applies_at_once_and_leaves_no_timer_for_a_file_load(
     bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
     assert not bpy.app.timers.is_registered(handlers._rearm_after_register)
     bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
+
+
+def test_a_failing_registration_leaves_nothing_registered(addon: ModuleType, monkeypatch) -> None:
+    """A module whose register() fails: the error goes up, the modules registered before it are
+    unregistered again and the runtime is dropped, so enabling again (after a fix) works."""
+    bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
+    package = importlib.import_module(ADDON_MODULE)
+    runtime = importlib.import_module(f"{ADDON_MODULE}.runtime")
+    analyze_panel = importlib.import_module(f"{ADDON_MODULE}.analyze.panel")
+
+    def broken() -> None:
+        raise RuntimeError("a broken module")
+
+    monkeypatch.setattr(analyze_panel, "register", broken)
+    with pytest.raises(RuntimeError, match="a broken module"):
+        package.register()
+    assert runtime.current() is None
+    assert not hasattr(bpy.types, "HYBRID_SKIN_OT_add") and not hasattr(bpy.types.Object, "hybrid_skin")
+    monkeypatch.undo()
+    bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
+    assert addon_enabled() and hasattr(bpy.types, "HYBRID_SKIN_OT_add")
