@@ -8,6 +8,8 @@ import pytest
 
 from tests.support.scenes import make_chain_armature, make_cylinder, pose_bone, skin_to_chain
 
+pytestmark = pytest.mark.gpu  # it renders with the viewport's shaders (uses the gpu_context fixture)
+
 
 @pytest.fixture
 def twisted(addon, gpu_context):
