@@ -7,6 +7,6 @@ run against the installed extension zip - which is how the shader loader's insta
 
 from __future__ import annotations
 
-from tests.blender.conftest import addon, addon_zip, empty_scene, gpu_context
+from tests.blender.conftest import addon, addon_zip, empty_scene, gpu_backend_checked, gpu_context
 
-__all__ = ["addon", "addon_zip", "empty_scene", "gpu_context"]
+__all__ = ["addon", "addon_zip", "empty_scene", "gpu_backend_checked", "gpu_context"]
