@@ -100,9 +100,9 @@ void animtex_frame_rows(AnimtexClip clip, int rows_per_frame, float clip_sample,
 }
 
 /* (first column, row inside a frame band) of an item: vertices or bones wrap every items_per_row. */
-ivec2 animtex_item_texel(int item, int texels_per_item, int items_per_row)
+ivec2 animtex_item_texel(int item_index, int texels_per_item, int items_per_row)
 {
-  return ivec2((item % items_per_row) * texels_per_item, item / items_per_row);
+  return ivec2((item_index % items_per_row) * texels_per_item, item_index / items_per_row);
 }
 
 AnimtexVertexInfo animtex_vertex_info(sampler2D tex)
