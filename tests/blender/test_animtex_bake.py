@@ -708,7 +708,13 @@ def test_ui_entries(addon, animtex, robot, tmp_path):
     assert labels[0].startswith("BONE_MATRIX PNG8, step 1, 1 clip(s)") and labels[1].startswith("Max error")
     seconds = animtex.last_summary(robot[0])["seconds"]
     assert f"Baked in {sum(seconds.values()):.2f} s" in labels  # where the time went, phase by phase
-    assert any(t.startswith("sample ") for t in labels) and any("write " in t for t in labels)
+    assert any(t.startswith("sample ") for t in labels)
+    # Every phase of 5 ms or more is listed with its time; shorter ones (writing a small PNG on a fast
+    # machine) are left out, so which phases appear depends on the machine, their numbers do not.
+    listed = ", ".join(labels)
+    for name in animtex.PHASES:
+        if seconds.get(name, 0.0) >= 0.005:
+            assert f"{name} {seconds[name]:.2f}" in listed, (name, labels)
     dialog = type(
         "Dialog", (), {"layout": StubLayout(log), "actions": [], "tolerance": 0.0, "action_source": "LISTED"}
     )
