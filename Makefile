@@ -2,8 +2,9 @@
 #
 #   make .venv   create .venv with the pinned tools of .ci/requirements-dev.txt (Blender as the bpy module)
 #   make build   dist/hybrid_skin-<version>.zip, built and validated by Blender's own extension tooling
-#   make test    build, then the whole suite: core, Blender (installs the zip) and GPU tests
-#   make test-compat  the same suite on Blender 4.2.0 and 4.4.0 (bpy wheels in .venv-<version>; not in CI)
+#   make test    build, then the whole suite on Blender 4.5 LTS: core, Blender (installs the zip) and GPU tests
+#   make test-compat  the same suite on Blender 5.2 (Python 3.13) and 5.0 (bpy wheels in .venv-<version>)
+#   make test-vulkan  every GPU test (-m gpu) on Blender's Vulkan backend (Mesa lavapipe), Blender 4.5 and 5.2
 #   make bench   benchmarks (tests/bench/run.py)
 #   make demo    python -m hybrid_skin demo
 #   make lint    ruff check
@@ -18,9 +19,9 @@ export PYTHONUNBUFFERED := 1
 export PYTHONDONTWRITEBYTECODE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-# The bpy wheel exists for exactly one CPython version.
+# The bpy wheel exists for exactly one CPython version: 3.11 for Blender 4.5 LTS (`make test`).
 PYTHON_VERSION := 3.11
-PYTHON ?= $(shell command -v python$(PYTHON_VERSION) || command -v python3)
+PYTHON ?= $(shell .ci/find-python $(PYTHON_VERSION) 2>/dev/null || command -v python3)
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 REQUIREMENTS := .ci/requirements-dev.txt
@@ -29,7 +30,7 @@ VENV_STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/hybrid_skin-$(VERSION).zip
 
-.PHONY: .venv build test test-compat bench demo lint clean distclean
+.PHONY: .venv build test test-compat test-vulkan bench demo lint clean distclean
 
 .venv: $(VENV_STAMP)
 
@@ -46,24 +47,39 @@ build: $(VENV_STAMP)
 	$(VENV_PYTHON) .ci/build.py
 
 # pytest exits 5 when it collected nothing; make already fails on it, the message says why.
-test: $(VENV_STAMP) build
-	HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" $(VENV_PYTHON) -m pytest tests \
-		|| { rc=$$?; [ $$rc -ne 5 ] || echo "error: pytest collected no tests" >&2; exit $$rc; }
+RUN_PYTEST = HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" $(1) -m pytest $(2) \
+	|| { rc=$$?; [ $$rc -ne 5 ] || echo "error: pytest collected no tests" >&2; exit $$rc; }
 
-# The oldest supported LTS and the first with slotted actions, each in its own pinned venv.
-COMPAT_VERSIONS := 4.2.0 4.4.0
+test: $(VENV_STAMP) build
+	$(call RUN_PYTEST,$(VENV_PYTHON),tests)
+
+# The current release (5.2, the first Python 3.13 one in this list) and 5.0, each in its own pinned venv.
+COMPAT_VERSIONS := 5.2.3 5.0.1
+# Vulkan on the default Blender (.venv) and on the current release.
+VULKAN_VENVS := $(VENV) .venv-5.2.3
+# bpy 5.1 and later are built for CPython 3.13, 4.2-5.0 for 3.11 (.ci/find-python finds the interpreter).
+bpy_python = $(if $(filter 4.% 5.0.%,$(1)),3.11,3.13)
 
 .venv-%/.installed: .ci/requirements-bpy-%.txt
-	@test -n "$(PYTHON)" || { echo "error: python$(PYTHON_VERSION) not found on PATH" >&2; exit 1; }
-	$(PYTHON) -m venv .venv-$*
+	@python="$$(.ci/find-python $(call bpy_python,$*))" && echo "Blender $* venv with $$python" \
+		&& rm -rf .venv-$* && "$$python" -m venv .venv-$*
 	.venv-$*/bin/python -m pip install --quiet --requirement $<
 	touch $@
 
+# Every version runs even when one fails; the target fails if any did.
 test-compat: build $(foreach v,$(COMPAT_VERSIONS),.venv-$(v)/.installed)
-	for v in $(COMPAT_VERSIONS); do \
-		echo "== Blender $$v"; \
-		HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" .venv-$$v/bin/python -m pytest tests -q || exit $$?; \
-	done
+	@failed=""; for v in $(COMPAT_VERSIONS); do \
+		echo "======== Blender $$v: whole suite ========"; \
+		( $(call RUN_PYTEST,.venv-$$v/bin/python,tests) ) || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "error: the suite failed on Blender$$failed" >&2; exit 1; fi
+
+test-vulkan: $(VENV_STAMP) build .venv-5.2.3/.installed
+	@failed=""; for venv in $(VULKAN_VENVS); do \
+		echo "======== Vulkan: GPU tests on $$($$venv/bin/python -c 'import importlib.metadata as m; print("Blender", m.version("bpy"))') ========"; \
+		( HYBRID_SKIN_GPU_BACKEND=vulkan $(call RUN_PYTEST,$$venv/bin/python,tests -m gpu) ) || failed="$$failed $$venv"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "error: the Vulkan GPU tests failed in$$failed" >&2; exit 1; fi
 
 bench: $(VENV_STAMP)
 	$(VENV_PYTHON) tests/bench/run.py
@@ -79,4 +95,4 @@ clean:
 	find hybrid_skin tests .ci -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) $(foreach v,$(COMPAT_VERSIONS),.venv-$(v))
+	rm -rf $(VENV) .venv-*/

@@ -3,7 +3,7 @@
  * Prepend animtex_vertex.glsl (shared readers, frame rows, item texels) and dual_quaternion_lib.glsl
  * (dq_to_rows). Numpy reference:
  *   animtex_bone_at     <-> decode.decode_bone_frames     (one bone at one fractional sample)
- *   animtex_skin_rows   <-> decode.skin_with_bone_frames  (hybrid of LBS and DQS by deform_factor)
+ *   animtex_skin_rows   <-> decode.skin_with_bone_frames  (hybrid of LBS and DQS by the deform factor)
  *
  * Texels per bone and frame: BONE_MATRIX 3, row r = (A[r][0], A[r][1], A[r][2], u[r]); BONE_DQ 2,
  * (rotation w, x, y, z) and (u.x, u.y, u.z, uniform scale s). u is where the bone's pivot c goes, so
@@ -160,17 +160,17 @@ AnimtexBone animtex_bone_at(sampler2D tex, AnimtexBoneInfo info, int bone, int r
 /* Per-vertex hybrid matrix M = (1 - f) LBS + f DQS for up to four influences in stored order.
  * Scaled bones fold (s - 1)(p - c) into their dual part at the vertex, Blender's Preserve Volume way;
  * an influence is negated when its real part points away from the running sum (Blender's sign rule). */
-void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, float alpha, ivec4 bones,
-                       vec4 weights, float deform_factor, vec3 p, out vec4 m0, out vec4 m1, out vec4 m2)
+void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, float alpha, ivec4 bone_ids,
+                       vec4 bone_weights, float hybrid_factor, vec3 p, out vec4 m0, out vec4 m1, out vec4 m2)
 {
   vec4 l0 = vec4(0.0), l1 = vec4(0.0), l2 = vec4(0.0);
   vec4 real = vec4(0.0), dual = vec4(0.0);
   for (int k = 0; k < 4; k++) {
-    float w = weights[k];
+    float w = bone_weights[k];
     if (w == 0.0) {
       continue;
     }
-    AnimtexBone b = animtex_bone_at(tex, info, bones[k], row0, row1, alpha);
+    AnimtexBone b = animtex_bone_at(tex, info, bone_ids[k], row0, row1, alpha);
     l0 += w * b.m0;
     l1 += w * b.m1;
     l2 += w * b.m2;
@@ -181,22 +181,25 @@ void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, 
   }
   vec4 q0, q1, q2;
   dq_to_rows(real, dual, q0, q1, q2);
-  float g = 1.0 - deform_factor;
-  m0 = g * l0 + deform_factor * q0;
-  m1 = g * l1 + deform_factor * q1;
-  m2 = g * l2 + deform_factor * q2;
+  float g = 1.0 - hybrid_factor;
+  m0 = g * l0 + hybrid_factor * q0;
+  m1 = g * l1 + hybrid_factor * q1;
+  m2 = g * l2 + hybrid_factor * q2;
 }
 
-/* Skinned position and unit normal of rest point p / normal n at `clip_sample` of `clip`. deform_factor
- * is the runtime hybrid factor (0 = LBS, 1 = DQS): a uniform, or animtex_default_deform_factor(tex). */
-void animtex_bone_skin(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip, float clip_sample, ivec4 bones,
-                       vec4 weights, float deform_factor, vec3 p, vec3 n, out vec3 position, out vec3 normal)
+/* Skinned position and unit normal of rest point p / normal n at `clip_sample` of `clip`. hybrid_factor
+ * is the runtime deform factor (0 = LBS, 1 = DQS): a uniform, or animtex_default_deform_factor(tex).
+ * Parameters and locals never take the name of a uniform, push constant or vertex input: Blender's Vulkan
+ * and Metal backends declare push constants as macros (#define deform_factor (PushConstants.pc_...)), which
+ * turn such a declaration into a syntax error there (tests/shaders/test_shader_rules.py checks it). */
+void animtex_bone_skin(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip, float clip_sample, ivec4 bone_ids,
+                       vec4 bone_weights, float hybrid_factor, vec3 p, vec3 n, out vec3 position, out vec3 normal)
 {
   int row0, row1;
   float alpha;
   animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
   vec4 m0, m1, m2;
-  animtex_skin_rows(tex, info, row0, row1, alpha, bones, weights, deform_factor, p, m0, m1, m2);
+  animtex_skin_rows(tex, info, row0, row1, alpha, bone_ids, bone_weights, hybrid_factor, p, m0, m1, m2);
   vec4 p1 = vec4(p, 1.0);
   position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));
   vec3 c = vec3(dot(cross(m1.xyz, m2.xyz), n), dot(cross(m2.xyz, m0.xyz), n), dot(cross(m0.xyz, m1.xyz), n));

@@ -100,9 +100,9 @@ void animtex_frame_rows(AnimtexClip clip, int rows_per_frame, float clip_sample,
 }
 
 /* (first column, row inside a frame band) of an item: vertices or bones wrap every items_per_row. */
-ivec2 animtex_item_texel(int item, int texels_per_item, int items_per_row)
+ivec2 animtex_item_texel(int item_index, int texels_per_item, int items_per_row)
 {
-  return ivec2((item % items_per_row) * texels_per_item, item / items_per_row);
+  return ivec2((item_index % items_per_row) * texels_per_item, item_index / items_per_row);
 }
 
 AnimtexVertexInfo animtex_vertex_info(sampler2D tex)
@@ -122,7 +122,7 @@ AnimtexVertexInfo animtex_vertex_info(sampler2D tex)
 
 /* Position and unit normal of vertex `vertex_index` (the mesh's texel-index attribute) at `clip_sample`. */
 void animtex_vertex_sample(sampler2D tex, AnimtexVertexInfo info, AnimtexClip clip, int vertex_index,
-                           float clip_sample, vec3 rest_position, out vec3 position, out vec3 normal)
+                           float clip_sample, vec3 rest_point, out vec3 position, out vec3 normal)
 {
   int row0, row1;
   float alpha;
@@ -132,7 +132,7 @@ void animtex_vertex_sample(sampler2D tex, AnimtexVertexInfo info, AnimtexClip cl
   vec3 p1 = info.position_offset + info.position_scale * texelFetch(tex, ivec2(t.x, row1 + t.y), 0).xyz;
   vec3 n0 = info.normal_offset + info.normal_scale * texelFetch(tex, ivec2(t.x + 1, row0 + t.y), 0).xyz;
   vec3 n1 = info.normal_offset + info.normal_scale * texelFetch(tex, ivec2(t.x + 1, row1 + t.y), 0).xyz;
-  position = rest_position + (p0 + alpha * (p1 - p0));
+  position = rest_point + (p0 + alpha * (p1 - p0));
   /* A lerp of unit vectors is shorter than one: renormalise (zero stays zero, like the numpy side). */
   vec3 n = n0 + alpha * (n1 - n0);
   float len = length(n);

@@ -2,7 +2,8 @@
 
 This file must not import bpy: core tests run without Blender. It runs before any test module, so before
 anything imports bpy, which makes it the place to isolate Blender's user directories: the bpy module reads
-``BLENDER_USER_*`` once, on first import, and installs extensions, preferences and caches there.
+``BLENDER_USER_*`` once, on first import, and installs extensions, preferences and caches there; and to choose the GPU backend
+(``HYBRID_SKIN_GPU_BACKEND=vulkan``, see tests/support/gpu_backend.py).
 
 Layout: ``tests/`` mirrors the package. ``tests/core`` (like ``hybrid_skin/core``) is numpy only and never
 imports bpy; every other test runs against the installed extension zip, starting from an empty scene with
@@ -20,6 +21,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import gpu_backend
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Tests of the numpy core: no Blender, no GPU, no add-on install.
@@ -51,6 +54,14 @@ def _isolate_blender_user_dirs() -> Path:
 
 
 BLENDER_USER_DIR = _isolate_blender_user_dirs()
+
+#: The backend the GPU tests must run on (``gpu.platform.backend_type_get()``); asserted by the gpu_context
+#: fixture, because Blender falls back to OpenGL silently when the backend asked for cannot start.
+EXPECTED_GPU_BACKEND = gpu_backend.BACKEND_NAMES[gpu_backend.requested_backend()]
+if gpu_backend.ENV_VAR in os.environ:
+    gpu_backend.select_backend(gpu_backend.requested_backend())
+elif sys.platform == "darwin":
+    EXPECTED_GPU_BACKEND = "METAL"  # Blender's default there (never run: no Mac in CI)
 
 
 _EXIT_STATUS = 0
@@ -89,6 +100,23 @@ def assets() -> Path:
     if not path.is_dir():
         pytest.fail(f"test assets not found at {path}; set HYBRID_SKIN_ASSETS to the glTF rigs folder")
     return path
+
+
+@pytest.fixture(scope="session")
+def expected_gpu_backend() -> str:
+    """``gpu.platform.backend_type_get()`` of this session: ``OPENGL`` unless HYBRID_SKIN_GPU_BACKEND says."""
+    return EXPECTED_GPU_BACKEND
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that needs the GPU context is a GPU test: ``-m gpu`` (``make test-vulkan``) selects it."""
+    for item in items:
+        if "gpu_context" in getattr(item, "fixturenames", ()) and item.get_closest_marker("gpu") is None:
+            item.add_marker(pytest.mark.gpu)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hybrid_skin: GPU tests expect the {EXPECTED_GPU_BACKEND} backend"
 
 
 @pytest.fixture(scope="session")
@@ -137,6 +165,15 @@ def empty_scene(request: pytest.FixtureRequest):
 
 
 @pytest.fixture(scope="session")
-def gpu_context():
-    """Blender's ``gpu`` module with a usable context, also in background mode (see the harness)."""
-    return _harness().gpu_context()
+def gpu_context(expected_gpu_backend: str):
+    """Blender's ``gpu`` module with a usable context on the backend asked for, also in background mode
+    (see the harness)."""
+    return _harness().gpu_context(expected_gpu_backend)
+
+
+@pytest.fixture(autouse=True)
+def gpu_backend_checked(request: pytest.FixtureRequest) -> None:
+    """Every test marked ``gpu`` runs only after ``gpu_context`` has asserted the backend (even one that
+    draws through an operator and never asks for the fixture itself)."""
+    if request.node.get_closest_marker("gpu") is not None:
+        request.getfixturevalue("gpu_context")

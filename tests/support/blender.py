@@ -116,11 +116,13 @@ def empty_scene() -> Iterator[bpy.types.Scene]:
         bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
 
 
-def gpu_context() -> ModuleType:
-    """Make Blender's ``gpu`` module usable in background mode and return it.
+def gpu_context(expected_gpu_backend: str) -> ModuleType:
+    """Make Blender's ``gpu`` module usable in background mode and return it, on the backend asked for.
 
     The bpy module creates its GPU context lazily, on the first render; one tiny Workbench render of a
-    throwaway scene does it (Mesa's llvmpipe is enough). Offscreen buffers, shaders and batches work after.
+    throwaway scene does it (Mesa's llvmpipe or lavapipe is enough). Offscreen buffers, shaders and batches
+    work after. Blender falls back to OpenGL without a word when Vulkan cannot start, so the backend is
+    asserted here, once per session, before any GPU test runs (tests/support/gpu_backend.py selects it).
     """
     import gpu
 
@@ -142,4 +144,18 @@ def gpu_context() -> ModuleType:
         gpu.types.GPUOffScreen(4, 4, format="RGBA32F").free()
     except Exception as ex:  # any backend failure means the GPU tests cannot run
         pytest.fail(f"no usable GPU context after a Workbench render: {type(ex).__name__}: {ex}")
+    backend = gpu.platform.backend_type_get()
+    if backend != expected_gpu_backend:
+        pytest.fail(
+            f"the GPU tests asked for the {expected_gpu_backend} backend but Blender runs {backend} "
+            f"({gpu.platform.renderer_get()}); Blender falls back silently when a backend cannot start"
+        )
     return gpu
+
+
+@pytest.fixture(autouse=True)
+def gpu_backend_checked(request: pytest.FixtureRequest) -> None:
+    """Every test marked ``gpu`` runs only after ``gpu_context`` has asserted the backend (even one that
+    draws through an operator and never asks for the fixture itself)."""
+    if request.node.get_closest_marker("gpu") is not None:
+        request.getfixturevalue("gpu_context")
