@@ -15,7 +15,7 @@ one long SIMD loop instead of many 3- or 4-wide ones. Per chunk of ``m`` vertice
    two bones of a pair below the margin go through the exact running-sum loop, and only their
    dual-quaternion planes are re-blended with the signed weights.
 3. Scale pivots (Blender's Preserve Volume with scaled bones): ``dual += F·p`` only for vertices that
-   touch a bone with a pivot term above :data:`PIVOT_NOISE`.
+   touch a bone with a pivot term (a scaled bone; see :func:`.dualquat.bone_dual_quaternions`).
 4. ``Q``: rotation of the blended real part ``r`` and translation ``2·(r_w·t_v − t_w·v + v × t_v)/|r|²``
    (Blender's ``mul_v3m3_dq``), mixed with ``T``, the influence applied, then positions ``M·p`` and
    normals ``cofactor(M₃)·n`` from the same planes (so positions do not depend on asking for normals).
@@ -27,16 +27,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAIR_MARGIN", "PIVOT_NOISE", "BindingPlan", "Frame", "chunk_matrices", "plan_binding", "prepare"]
+__all__ = [
+    "PAIR_MARGIN",
+    "BindingPlan",
+    "Frame",
+    "apply_points",
+    "chunk_matrices",
+    "cofactor_normals",
+    "normalise",
+    "plan_binding",
+    "prepare",
+]
 
 #: Bone pairs whose real parts have a dot product at least this large cannot flip in the running sum;
 #: float32 rounding of a running sum of unit quaternions is below 1e-6.
 PAIR_MARGIN = 1e-4
-
-#: Pivot terms (``0.5·L(q)·(S − I)``, the scale split of a bone) whose largest entry is at most 2⁻²²
-#: (two float32 ulps of 1) are the rounding noise of float32 pose matrices, which Blender's own float32
-#: scale split carries as well; such bones are treated as rigid. A real scale of 1 ± 1e-6 is kept.
-PIVOT_NOISE = 2.0**-22
 
 _LBS, _REAL, _DUAL, _WIDTH = slice(0, 12), slice(12, 16), slice(16, 20), 20
 _YZX = np.array([1, 2, 0])
@@ -81,7 +86,7 @@ class Frame:
     """Per-frame bone data (O(bones)).
 
     table: ``(B, 20)`` float32 rows ``[LBS 3x4 | real | dual]``; lbs / dq: its column blocks, contiguous.
-    pivot: ``(B, 12)`` pivot terms (4x3 row-major), or ``None`` when no bone has one above the noise.
+    pivot: ``(B, 12)`` pivot terms (4x3 row-major), or ``None`` when no bone is scaled.
     scaled: ``(B,)`` bool, bones with a pivot term. suspect: ``(B,)`` bool, bones in a co-occurring pair
     below :data:`PAIR_MARGIN`, or ``None`` when no vertex can flip a sign.
     """
@@ -105,9 +110,11 @@ def prepare(
     piv = scaled = suspect = None
     if pivot is not None:
         flat = np.asarray(pivot, dtype=np.float32).reshape(b, 12)
-        big = np.abs(flat).max(1) > PIVOT_NOISE
-        if big.any():
-            piv, scaled = np.ascontiguousarray(np.where(big[:, None], flat, 0.0), dtype=np.float32), big
+        scaled = np.any(flat != 0.0, axis=1)
+        if scaled.any():
+            piv = np.ascontiguousarray(flat)
+        else:
+            scaled = None
     if len(plan.pairs):
         q = np.asarray(real, dtype=np.float64)
         low = np.einsum("pc,pc->p", q[plan.pairs[:, 0]], q[plan.pairs[:, 1]]) < PAIR_MARGIN

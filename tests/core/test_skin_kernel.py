@@ -163,16 +163,20 @@ def test_plan_lists_exactly_the_bone_pairs_that_share_a_weighted_vertex():
     assert not skin_kernel.plan_binding(idx, w, np.array([1, 1, 0.5, 1], np.float32)).full_influence
 
 
-def test_pivot_noise_is_dropped_and_a_real_scale_is_kept():
+def test_a_tiny_pivot_on_one_bone_is_applied():
+    """Only vertices touching the scaled bone go through the pivot term, and they get all of it."""
     pos, nrm, binding, pal = random_rig(2000, seed=3, scaled=False)
     assert pal.pivot is None
     base, _ = skin(pos, binding, pal, 1.0)
-    noise = np.full((pal.bone_count, 4, 3), skin_kernel.PIVOT_NOISE, np.float32)
-    np.testing.assert_array_equal(skin(pos, binding, pal._replace(pivot=noise), 1.0)[0], base)
-    scale = np.full((pal.bone_count, 4, 3), 1e-6, np.float32)
-    moved = skin(pos, binding, pal._replace(pivot=scale), 1.0)[0]
-    ref, _ = reference_skin(pos, binding, pal._replace(pivot=scale), 1.0, nrm, np.eye(4))
-    assert np.abs(moved - base).max() > 1e-6
+    pivot = np.zeros((pal.bone_count, 4, 3), np.float32)
+    pivot[5] = 1e-3
+    scaled = pal._replace(pivot=pivot)
+    moved = skin(pos, binding, scaled, 1.0)[0]
+    ref, _ = reference_skin(pos, binding, scaled, 1.0, nrm, np.eye(4))
+    touched = np.any(binding.bone_indices[:, :3] == 5, axis=1)
+    assert 0.1 < touched.mean() < 0.5
+    assert np.abs(moved - base)[touched].max() > 1e-4
+    np.testing.assert_array_equal(moved[~touched], base[~touched])
     np.testing.assert_allclose(moved, ref, atol=2e-6 * np.abs(ref).max(), rtol=0)
 
 
