@@ -86,6 +86,8 @@ class Frame:
     """Per-frame bone data (O(bones)).
 
     table: ``(B, 20)`` float32 rows ``[LBS 3x4 | real | dual]``; lbs / dq: its column blocks, contiguous.
+    keep: the LBS columns of ``table`` are already multiplied by this ``1 − f`` (a scalar factor strictly
+    between 0 and 1; ``None`` otherwise): one multiply per bone instead of one per vertex.
     pivot: ``(B, 12)`` pivot terms (4x3 row-major), or ``None`` when no bone is scaled.
     scaled: ``(B,)`` bool, bones with a pivot term. suspect: ``(B,)`` bool, bones in a co-occurring pair
     below :data:`PAIR_MARGIN`, or ``None`` when no vertex can flip a sign.
@@ -94,17 +96,28 @@ class Frame:
     table: np.ndarray
     lbs: np.ndarray
     dq: np.ndarray
+    keep: float | None
     pivot: np.ndarray | None
     scaled: np.ndarray | None
     suspect: np.ndarray | None
 
 
 def prepare(
-    matrices: np.ndarray, real: np.ndarray, dual: np.ndarray, pivot: np.ndarray | None, plan: BindingPlan
+    matrices: np.ndarray,
+    real: np.ndarray,
+    dual: np.ndarray,
+    pivot: np.ndarray | None,
+    plan: BindingPlan,
+    factor: float | np.ndarray,
 ) -> Frame:
     b = matrices.shape[0]
     table = np.empty((b, _WIDTH), dtype=np.float32)
     table[:, _LBS] = matrices.reshape(b, 12)
+    lbs = np.ascontiguousarray(table[:, _LBS])
+    keep = None
+    if isinstance(factor, float) and 0.0 < factor < 1.0:
+        keep = 1.0 - factor
+        table[:, _LBS] *= np.float32(keep)
     table[:, _REAL] = real
     table[:, _DUAL] = dual
     piv = scaled = suspect = None
@@ -121,9 +134,8 @@ def prepare(
         if low.any():
             suspect = np.zeros(b, dtype=bool)
             suspect[plan.pairs[low].ravel()] = True
-    lbs = np.ascontiguousarray(table[:, _LBS])
     dq = np.ascontiguousarray(table[:, 12:_WIDTH])
-    return Frame(table, lbs, dq, piv, scaled, suspect)
+    return Frame(table, lbs, dq, keep, piv, scaled, suspect)
 
 
 def _running_sum_signs(w: np.ndarray, real: np.ndarray) -> np.ndarray:
@@ -199,7 +211,7 @@ def chunk_matrices(
     if lbs:
         lin = planes[_LBS].reshape(3, 4, m)
         m3, t = lin[:, :3], lin[:, 3]
-        if dqs:
+        if dqs and frame.keep is None:
             keep = 1.0 - f
             m3, t = m3 * keep, t * keep
     if dqs:

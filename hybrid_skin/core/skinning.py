@@ -191,10 +191,9 @@ def _affine(matrix: np.ndarray, planes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _frame(binding: SkinBinding, palette: BonePalette) -> skin_kernel.Frame:
-    return skin_kernel.prepare(
-        palette.matrices, palette.real, palette.dual, palette.pivot, binding.kernel_plan
-    )
+def _frame(binding: SkinBinding, palette: BonePalette, factor: float | np.ndarray) -> skin_kernel.Frame:
+    plan = binding.kernel_plan
+    return skin_kernel.prepare(palette.matrices, palette.real, palette.dual, palette.pivot, plan, factor)
 
 
 def skin_matrices(
@@ -208,7 +207,7 @@ def skin_matrices(
     n = p.shape[0]
     f = _as_vertex_array(deform_factor, n, "deform_factor")
     out = np.empty((n, 3, 4), dtype=np.float32)
-    frame = _frame(binding, palette)
+    frame = _frame(binding, palette, f)
     full = binding.kernel_plan.full_influence
 
     def job(s: int, e: int) -> None:
@@ -247,7 +246,7 @@ def skin(
     pre = post = cof_pre = cof_post = None
     if target_to_armature is not None:
         t2a = np.asarray(target_to_armature, dtype=np.float64)
-        if not np.allclose(t2a, np.eye(4), atol=0.0, rtol=0.0):
+        if not np.array_equal(t2a, np.eye(4)):
             inv = np.linalg.inv(t2a)
             pre, post = t2a[:3].astype(np.float32), inv[:3].astype(np.float32)
             no_shift = np.zeros((3, 1))
@@ -259,7 +258,7 @@ def skin(
 
     out_p = np.empty((n, 3), dtype=np.float32)
     out_n = None if nrm is None else np.empty((n, 3), dtype=np.float32)
-    frame = _frame(binding, palette)
+    frame = _frame(binding, palette, f)
     full = binding.kernel_plan.full_influence
 
     def job(s: int, e: int) -> None:

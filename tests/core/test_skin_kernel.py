@@ -121,7 +121,7 @@ def test_kernel_equals_the_float64_reference(n, factor):
 def test_the_rigs_really_flip_and_scale():
     """Guard for the test above: its rigs send many vertices through the exact sign loop and the pivots."""
     _, _, binding, pal = random_rig(40_000, seed=40_000)
-    frame = skinning._frame(binding, pal)
+    frame = skinning._frame(binding, pal, 1.0)
     assert frame.suspect is not None and frame.scaled is not None
     w = binding.weights.astype(np.float64)
     real = pal.real.astype(np.float64)[binding.bone_indices]
@@ -143,12 +143,12 @@ def test_no_flip_shortcut_only_when_every_shared_pair_agrees():
     deform = np.tile(np.eye(4), (12, 1, 1))
     deform[:, :3, :3] = random_rotation(rng, 12, np.radians(80))
     rest = np.tile(np.eye(4), (12, 1, 1))
-    assert skinning._frame(binding, bone_palette(deform, rest)).suspect is None
+    assert skinning._frame(binding, bone_palette(deform, rest), 1.0).suspect is None
     for bone, angle in ((3, 170.0), (4, -170.0)):
         half = np.radians(angle) / 2
         deform[bone, :3, :3] = quaternion_to_matrix(np.array([np.cos(half), 0.0, 0.0, np.sin(half)]))
     pal = bone_palette(deform, rest)
-    frame = skinning._frame(binding, pal)
+    frame = skinning._frame(binding, pal, 1.0)
     assert frame.suspect is not None and frame.suspect[3] and frame.suspect[4]
     ref, _ = reference_skin(pos, binding, pal, 1.0, nrm, np.eye(4))
     np.testing.assert_allclose(skin(pos, binding, pal, 1.0)[0], ref, atol=2e-6 * np.abs(ref).max(), rtol=0)
