@@ -4,18 +4,15 @@ Per vertex the hybrid matrix ``M = (1 - f)·T + f·Q`` (see :mod:`.skinning`) is
 quantity is a contiguous ``(m,)`` row per component (``(3, 3, m)`` for a 3x3), so each numpy call runs
 one long SIMD loop instead of many 3- or 4-wide ones. Per chunk of ``m`` vertices:
 
-1. Gather: one ``np.take`` of a per-frame ``(B, 20)`` bone table (LBS 3x4 | real | dual) by the
-   ``(m, K)`` bone indices (a wide row per influence is the cheapest gather numpy has), one ``einsum``
-   to blend the ``K`` rows, one transpose to ``(20, m)`` planes.
-2. Antipodality (Blender's running-sum rule): a bone's dual quaternion is negated when its real part
-   points away from the running sum. If every pair of bones that share a vertex (with positive weights)
-   has ``dot(q_a, q_b) ≥`` :data:`PAIR_MARGIN` no sign can flip: the running sum's dot with the next bone
-   is a positive combination of such dots (float32 rounding is far below the margin). Per frame that is
-   one dot per co-occurring bone pair (:class:`BindingPlan`, cached per binding); only vertices with
-   two bones of a pair below the margin go through the exact running-sum loop, and only their
-   dual-quaternion planes are re-blended with the signed weights.
-3. Scale pivots (Blender's Preserve Volume with scaled bones): ``dual += F·p`` only for vertices that
-   touch a bone with a pivot term (a scaled bone; see :func:`.dualquat.bone_dual_quaternions`).
+1. Gather: one ``np.take`` of a per-frame bone table (:class:`.skin_plan.Frame`: LBS 3x4 | real | dual,
+   and the scale pivots when most of the chunk touches a scaled bone) by the ``(m, K)`` bone indices (a
+   wide row per influence is the cheapest gather numpy has), one ``einsum`` to blend the ``K`` rows, one
+   transpose to planes.
+2. Antipodality (:mod:`.skin_plan`): in most frames no sign can flip and nothing is done; otherwise the
+   running-sum rule gives signed weights from the per-frame table of pair dot products, and the
+   dual-quaternion columns are blended with them (the LBS columns with the plain weights).
+3. Scale pivots (Blender's Preserve Volume with scaled bones): ``dual += F·p``, from the blended pivot
+   planes or, when few vertices touch a scaled bone, for those vertices only.
 4. ``Q``: rotation of the blended real part ``r`` and translation ``2·(r_w·t_v − t_w·v + v × t_v)/|r|²``
    (Blender's ``mul_v3m3_dq``), mixed with ``T``, the influence applied, then positions ``M·p`` and
    normals ``cofactor(M₃)·n`` from the same planes (so positions do not depend on asking for normals).
@@ -23,119 +20,15 @@ one long SIMD loop instead of many 3- or 4-wide ones. Per chunk of ``m`` vertice
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-__all__ = [
-    "PAIR_MARGIN",
-    "BindingPlan",
-    "Frame",
-    "apply_points",
-    "chunk_matrices",
-    "cofactor_normals",
-    "normalise",
-    "plan_binding",
-    "prepare",
-]
+from .skin_plan import Frame
 
-#: Bone pairs whose real parts have a dot product at least this large cannot flip in the running sum;
-#: float32 rounding of a running sum of unit quaternions is below 1e-6.
-PAIR_MARGIN = 1e-4
+__all__ = ["apply_points", "chunk_matrices", "cofactor_normals", "normalise"]
 
-_LBS, _REAL, _DUAL, _WIDTH = slice(0, 12), slice(12, 16), slice(16, 20), 20
+_LBS = slice(0, 12)
 _YZX = np.array([1, 2, 0])
 _ZXY = np.array([2, 0, 1])
-
-
-@dataclass(frozen=True)
-class BindingPlan:
-    """What the kernel derives once per binding.
-
-    pairs: ``(U, 2)`` distinct bone pairs that share a vertex with positive weights on both.
-    full_influence: every vertex has influence 1 (no identity blend needed).
-    """
-
-    pairs: np.ndarray
-    full_influence: bool
-
-
-def plan_binding(bone_indices: np.ndarray, weights: np.ndarray, influence: np.ndarray) -> BindingPlan:
-    n, k = weights.shape
-    bones = int(bone_indices.max(initial=0)) + 1
-    keys = []
-    for a in range(k):
-        for b in range(a + 1, k):
-            both = (weights[:, a] > 0) & (weights[:, b] > 0)
-            lo = np.minimum(bone_indices[:, a], bone_indices[:, b]).astype(np.int64)
-            hi = np.maximum(bone_indices[:, a], bone_indices[:, b]).astype(np.int64)
-            keys.append((lo * bones + hi)[both & (lo != hi)])
-    flat = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    if bones * bones <= 1 << 24:  # a bitmap is O(entries); np.unique would sort them
-        seen = np.zeros(bones * bones, dtype=bool)
-        seen[flat] = True
-        unique = np.flatnonzero(seen)
-    else:
-        unique = np.unique(flat)
-    pairs = np.stack(np.divmod(unique, bones), 1) if len(unique) else np.zeros((0, 2), np.int64)
-    return BindingPlan(pairs, bool(np.all(influence == 1.0)))
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Per-frame bone data (O(bones)).
-
-    table: ``(B, 20)`` float32 rows ``[LBS 3x4 | real | dual]``; lbs / dq: its column blocks, contiguous.
-    keep: the LBS columns of ``table`` are already multiplied by this ``1 − f`` (a scalar factor strictly
-    between 0 and 1; ``None`` otherwise): one multiply per bone instead of one per vertex.
-    pivot: ``(B, 12)`` pivot terms (4x3 row-major), or ``None`` when no bone is scaled.
-    scaled: ``(B,)`` bool, bones with a pivot term. suspect: ``(B,)`` bool, bones in a co-occurring pair
-    below :data:`PAIR_MARGIN`, or ``None`` when no vertex can flip a sign.
-    """
-
-    table: np.ndarray
-    lbs: np.ndarray
-    dq: np.ndarray
-    keep: float | None
-    pivot: np.ndarray | None
-    scaled: np.ndarray | None
-    suspect: np.ndarray | None
-
-
-def prepare(
-    matrices: np.ndarray,
-    real: np.ndarray,
-    dual: np.ndarray,
-    pivot: np.ndarray | None,
-    plan: BindingPlan,
-    factor: float | np.ndarray,
-) -> Frame:
-    b = matrices.shape[0]
-    table = np.empty((b, _WIDTH), dtype=np.float32)
-    table[:, _LBS] = matrices.reshape(b, 12)
-    lbs = np.ascontiguousarray(table[:, _LBS])
-    keep = None
-    if isinstance(factor, float) and 0.0 < factor < 1.0:
-        keep = 1.0 - factor
-        table[:, _LBS] *= np.float32(keep)
-    table[:, _REAL] = real
-    table[:, _DUAL] = dual
-    piv = scaled = suspect = None
-    if pivot is not None:
-        flat = np.asarray(pivot, dtype=np.float32).reshape(b, 12)
-        scaled = np.any(flat != 0.0, axis=1)
-        if scaled.any():
-            piv = np.ascontiguousarray(flat)
-        else:
-            scaled = None
-    if len(plan.pairs):
-        q = np.asarray(real, dtype=np.float64)
-        low = np.einsum("pc,pc->p", q[plan.pairs[:, 0]], q[plan.pairs[:, 1]]) < PAIR_MARGIN
-        if low.any():
-            suspect = np.zeros(b, dtype=bool)
-            suspect[plan.pairs[low].ravel()] = True
-    dq = np.ascontiguousarray(table[:, 12:_WIDTH])
-    return Frame(table, lbs, dq, keep, piv, scaled, suspect)
 
 
 def _running_sum_signs(w: np.ndarray, real: np.ndarray) -> np.ndarray:
@@ -159,32 +52,57 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _flipped_indices(idx: np.ndarray, w: np.ndarray, pair_dots: np.ndarray) -> np.ndarray:
+    """Blender's running-sum rule for every vertex from the ``(B, B)`` pair table,
+    ``dot(Σ_{j<k} ±w_j q_j, q_k) = Σ_{j<k} ±w_j·P[b_j, b_k]``, as row indices into the frame's doubled
+    tables (``b + B`` for a flipped influence: the same row with its dual quaternion negated)."""
+    bones = pair_dots.shape[0]
+    flat = pair_dots.ravel()
+    rows = idx * bones
+    signed = w.copy()
+    out = idx.copy()
+    for k in range(1, w.shape[1]):
+        dot = signed[:, 0] * np.take(flat, rows[:, 0] + idx[:, k])
+        for j in range(1, k):
+            dot += signed[:, j] * np.take(flat, rows[:, j] + idx[:, k])
+        flip = dot < 0.0
+        signed[:, k] = np.where(flip, -w[:, k], w[:, k])
+        out[:, k] = np.where(flip, idx[:, k] + bones, idx[:, k])
+    return out
+
+
 def _dual_quaternion_planes(
-    idx: np.ndarray, w: np.ndarray, g: np.ndarray, planes: np.ndarray, p: np.ndarray, frame: Frame
+    idx: np.ndarray,
+    w: np.ndarray,
+    g_dq: np.ndarray,
+    planes: np.ndarray,
+    p: np.ndarray,
+    frame: Frame,
+    hit: np.ndarray | None,
+    wide: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Real ``(4, m)`` and dual ``(4, m)`` planes with Blender's signs and the scale pivots applied."""
-    off = planes.shape[0] - 8  # the dual-quaternion planes are the last eight
-    signed = w
-    if frame.suspect is not None:
+    """Real ``(4, m)`` and dual ``(4, m)`` planes with Blender's signs and the scale pivots applied.
+    ``idx`` are the rows gathered (flipped ones already point at negated rows)."""
+    off = planes.shape[0] - (20 if wide else 8)  # dual quaternions (and pivots when wide) come last
+    weights, pivots = w, frame.pivot_rows(flipped=frame.pair_dots is not None)
+    if frame.suspect is not None and frame.pair_dots is None:  # a huge palette: the loop, where needed
         rows = np.flatnonzero(np.count_nonzero(frame.suspect[idx], axis=1) >= 2)
         if len(rows):
-            sub = g[rows, :, off : off + 8]
+            sub = g_dq[rows]
             signed_rows = _running_sum_signs(w[rows], sub[:, :, :4])
-            planes[off : off + 8, rows] = np.einsum("mk,mkc->cm", signed_rows, sub)
-            signed = w.copy()
-            signed[rows] = signed_rows
+            planes[off:, rows] = np.einsum("mk,mkc->cm", signed_rows, sub)
+            weights = w.copy()
+            weights[rows] = signed_rows
     real, dual = planes[off : off + 4], planes[off + 4 : off + 8]
-    if frame.scaled is not None:
-        hit = np.any(frame.scaled[idx], axis=1)
-        if hit.all():
-            fold = np.einsum("mk,mkc->cm", signed, np.take(frame.pivot, idx, axis=0)).reshape(4, 3, -1)
-            dual += fold[:, 0] * p[0] + fold[:, 1] * p[1] + fold[:, 2] * p[2]
-        elif hit.any():
-            rows = np.flatnonzero(hit)
-            fold = np.einsum("mk,mkc->cm", signed[rows], np.take(frame.pivot, idx[rows], axis=0))
-            fold = fold.reshape(4, 3, -1)
-            pr = p[:, rows]
-            dual[:, rows] += fold[:, 0] * pr[0] + fold[:, 1] * pr[1] + fold[:, 2] * pr[2]
+    if wide:
+        fold = planes[off + 8 : off + 20].reshape(4, 3, -1)
+        dual += fold[:, 0] * p[0] + fold[:, 1] * p[1] + fold[:, 2] * p[2]
+    elif hit is not None and hit.any():
+        rows = np.flatnonzero(hit)
+        fold = np.einsum("mk,mkc->cm", weights[rows], np.take(pivots, idx[rows], axis=0))
+        fold = fold.reshape(4, 3, -1)
+        pr = p[:, rows]
+        dual[:, rows] += fold[:, 0] * pr[0] + fold[:, 1] * pr[1] + fold[:, 2] * pr[2]
     return real, dual
 
 
@@ -204,8 +122,13 @@ def chunk_matrices(
     scalar = isinstance(f, float)
     lbs = not (scalar and f >= 1.0)
     dqs = not (scalar and f <= 0.0)
-    table = frame.table if lbs and dqs else frame.lbs if lbs else frame.dq
-    g = np.take(table, idx, axis=0)
+    hit, wide = None, False
+    if dqs and frame.scaled is not None:
+        hit = np.any(frame.scaled[idx], axis=1)
+        wide = 3 * np.count_nonzero(hit) > len(hit)  # most of the chunk touches a scaled bone: blend pivots
+    flipped = dqs and frame.pair_dots is not None
+    rows = _flipped_indices(idx, w, frame.pair_dots) if flipped else idx
+    g = np.take(frame.table(lbs, dqs, wide, flipped=flipped), rows, axis=0)
     planes = np.ascontiguousarray(np.einsum("mk,mkc->mc", w, g).T)
     m = planes.shape[1]
     if lbs:
@@ -215,7 +138,7 @@ def chunk_matrices(
             keep = 1.0 - f
             m3, t = m3 * keep, t * keep
     if dqs:
-        real, dual = _dual_quaternion_planes(idx, w, g, planes, p, frame)
+        real, dual = _dual_quaternion_planes(rows, w, g[:, :, 12:] if lbs else g, planes, p, frame, hit, wide)
         norm_sq = np.einsum("cm,cm->m", real, real)
         inv = np.divide(1.0, norm_sq, out=np.zeros_like(norm_sq), where=norm_sq > 0)
         if lbs:

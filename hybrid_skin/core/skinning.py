@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import skin_kernel
+from . import skin_kernel, skin_plan
 from .dualquat import bone_dual_quaternions
 
 __all__ = [
@@ -120,9 +120,9 @@ class SkinBinding:
         return int(self.weights.shape[1])
 
     @cached_property
-    def kernel_plan(self) -> skin_kernel.BindingPlan:
+    def kernel_plan(self) -> skin_plan.BindingPlan:
         """Bone pairs that share a vertex, and whether every influence is 1 (computed on first use)."""
-        return skin_kernel.plan_binding(self.bone_indices, self.weights, self.influence)
+        return skin_plan.plan_binding(self.bone_indices, self.weights, self.influence)
 
 
 class BonePalette(NamedTuple):
@@ -191,9 +191,9 @@ def _affine(matrix: np.ndarray, planes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _frame(binding: SkinBinding, palette: BonePalette, factor: float | np.ndarray) -> skin_kernel.Frame:
+def _frame(binding: SkinBinding, palette: BonePalette, factor: float | np.ndarray) -> skin_plan.Frame:
     plan = binding.kernel_plan
-    return skin_kernel.prepare(palette.matrices, palette.real, palette.dual, palette.pivot, plan, factor)
+    return skin_plan.prepare(palette.matrices, palette.real, palette.dual, palette.pivot, plan, factor)
 
 
 def skin_matrices(

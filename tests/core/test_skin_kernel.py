@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybrid_skin.core import skin_kernel, skinning
+from hybrid_skin.core import skin_plan, skinning
 from hybrid_skin.core.dualquat import quaternion_to_matrix
 from hybrid_skin.core.skinning import (
     BonePalette,
@@ -135,9 +135,9 @@ def test_the_rigs_really_flip_and_scale():
 
 
 def test_no_flip_shortcut_only_when_every_shared_pair_agrees():
-    """With all bones within 80° of each other no pair is antipodal (no sign loop runs); turning two bones
-    by +170° and −170° about one axis (340° apart) makes the pairs they share suspect, and the result still
-    equals the reference."""
+    """With all bones within 80° of each other no shared pair disagrees (no sign loop runs); turning bones 3
+    and 4 by +170° and −170° about Z spreads the bones that share vertices over more than 180°, so no signs
+    make every shared pair agree: those pairs are suspect, and the result still equals the reference."""
     pos, nrm, binding, _ = random_rig(3000, seed=5, scaled=False)
     rng = np.random.default_rng(2)
     deform = np.tile(np.eye(4), (12, 1, 1))
@@ -154,13 +154,31 @@ def test_no_flip_shortcut_only_when_every_shared_pair_agrees():
     np.testing.assert_allclose(skin(pos, binding, pal, 1.0)[0], ref, atol=2e-6 * np.abs(ref).max(), rtol=0)
 
 
+def test_a_rig_turned_half_round_needs_no_sign_loop():
+    """Bones turned 170°–190° about Z: their canonical quaternions (w ≥ 0) split into two opposite
+    hemispheres, yet they are close rotations. Signing them along the plan's spanning forest makes every
+    shared pair agree, so no vertex needs the running-sum loop, and the result equals the reference."""
+    pos, nrm, binding, _ = random_rig(4000, seed=6, scaled=False)
+    rng = np.random.default_rng(8)
+    deform = np.tile(np.eye(4), (12, 1, 1))
+    half = np.radians(rng.uniform(170, 190, 12)) / 2
+    deform[:, :3, :3] = quaternion_to_matrix(np.c_[np.cos(half), np.zeros((12, 2)), np.sin(half)])
+    pal = bone_palette(deform, np.tile(np.eye(4), (12, 1, 1)))
+    assert np.any(pal.real[:, 3] > 0) and np.any(pal.real[:, 3] < 0)  # both hemispheres
+    assert skinning._frame(binding, pal, 0.5).suspect is None
+    ref, ref_n = reference_skin(pos, binding, pal, 0.5, nrm, np.eye(4))
+    got, got_n = skin(pos, binding, pal, 0.5, nrm)
+    np.testing.assert_allclose(got, ref, atol=2e-6 * np.abs(ref).max(), rtol=0)
+    np.testing.assert_allclose(got_n, ref_n, atol=2e-5, rtol=0)
+
+
 def test_plan_lists_exactly_the_bone_pairs_that_share_a_weighted_vertex():
     idx = np.array([[0, 1, 2], [2, 0, 5], [4, 4, 1], [3, 1, 0]], np.int32)
     w = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [0.5, 0.5, 0.0], [1.0, 0.0, 0.0]], np.float32)
-    plan = skin_kernel.plan_binding(idx, w, np.ones(4, np.float32))
+    plan = skin_plan.plan_binding(idx, w, np.ones(4, np.float32))
     assert {tuple(p) for p in plan.pairs.tolist()} == {(0, 1), (0, 2), (2, 5), (0, 5)}
     assert plan.full_influence
-    assert not skin_kernel.plan_binding(idx, w, np.array([1, 1, 0.5, 1], np.float32)).full_influence
+    assert not skin_plan.plan_binding(idx, w, np.array([1, 1, 0.5, 1], np.float32)).full_influence
 
 
 def test_a_tiny_pivot_on_one_bone_is_applied():
@@ -201,3 +219,19 @@ def test_result_does_not_depend_on_chunking(monkeypatch):
     np.testing.assert_array_equal(threaded[0], single[0])
     np.testing.assert_array_equal(threaded[1], single[1])
     np.testing.assert_array_equal(matrices, skin_matrices(pos, binding, pal, f))
+
+
+def test_huge_palettes_take_the_running_sum_loop(monkeypatch):
+    """Above PAIR_TABLE_BONES bones the pair table would be too big: suspect vertices run Blender's loop
+    on the gathered quaternions instead, with the same result."""
+    pos, nrm, binding, pal = random_rig(6000, seed=12)
+    f = np.random.default_rng(3).random(6000).astype(np.float32)
+    with_table = skin(pos, binding, pal, f, nrm)
+    monkeypatch.setattr(skin_plan, "PAIR_TABLE_BONES", 0)
+    frame = skinning._frame(binding, pal, f)
+    assert frame.suspect is not None and frame.pair_dots is None
+    looped = skin(pos, binding, pal, f, nrm)
+    ref_p, ref_n = reference_skin(pos, binding, pal, f, nrm, np.eye(4))
+    np.testing.assert_allclose(looped[0], ref_p, atol=2e-6 * np.abs(ref_p).max(), rtol=0)
+    np.testing.assert_allclose(looped[1], ref_n, atol=2e-5, rtol=0)
+    np.testing.assert_allclose(looped[0], with_table[0], atol=1e-6 * np.abs(ref_p).max(), rtol=0)
