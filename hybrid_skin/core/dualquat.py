@@ -154,6 +154,36 @@ def _is_rigid(deform: np.ndarray, rest: np.ndarray) -> np.ndarray:
     return orthonormal & (np.linalg.det(deform) >= 0.0) & unscaled
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.cross`` over the last axis of ``(..., 3)`` arrays, without its axis bookkeeping (a palette
+    of bones is small: numpy's per-call overhead is what costs)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+def _affine_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverse of affine ``(..., 4, 4)`` matrices (last row ``0 0 0 1``) from the 3x3 adjugate: a few
+    vectorised products instead of one LAPACK solve per matrix (which costs ~10 µs a bone)."""
+    a = m[..., :3, :3]
+    adj = np.stack(
+        [
+            _cross(a[..., 1, :], a[..., 2, :]),
+            _cross(a[..., 2, :], a[..., 0, :]),
+            _cross(a[..., 0, :], a[..., 1, :]),
+        ],
+        -1,
+    )  # columns are the cross products of rows: adj(a) = cofactor(a)ᵀ
+    det = np.einsum("...i,...i->...", a[..., 0, :], adj[..., :, 0])
+    inv = np.zeros_like(m)
+    inv[..., :3, :3] = adj / det[..., None, None]
+    inv[..., :3, 3] = -np.einsum("...ij,...j->...i", inv[..., :3, :3], m[..., :3, 3])
+    inv[..., 3, 3] = 1.0
+    return inv
+
+
 def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
@@ -165,12 +195,12 @@ def _orthogonalize_around_y(m: np.ndarray) -> np.ndarray:
     col_x, col_z = m[..., :, 0], m[..., :, 2]
     with np.errstate(invalid="ignore", divide="ignore"):  # a case not taken may be degenerate
         y = _unit(m[..., :, 1])
-        z_a = _unit(np.cross(col_x, y))  # case 1: keep the XY plane
-        x_a = np.cross(y, z_a)
-        x_b = _unit(np.cross(y, col_z))  # case 2: keep the YZ plane
-        z_b = np.cross(x_b, y)
-        x_c = _unit(np.cross(y, y[..., [1, 2, 0]]))  # case 3: any axis orthogonal to Y
-        z_c = np.cross(x_c, y)
+        z_a = _unit(_cross(col_x, y))  # case 1: keep the XY plane
+        x_a = _cross(y, z_a)
+        x_b = _unit(_cross(y, col_z))  # case 2: keep the YZ plane
+        z_b = _cross(x_b, y)
+        x_c = _unit(_cross(y, y[..., [1, 2, 0]]))  # case 3: any axis orthogonal to Y
+        z_c = _cross(x_c, y)
     first = (np.einsum("...i,...i->...", y, col_x) < 1.0)[..., None]
     second = (np.einsum("...i,...i->...", col_x, col_z) < 1.0)[..., None]
     x = np.where(first, x_a, np.where(second, x_b, x_c))
@@ -209,9 +239,9 @@ def bone_dual_quaternions(deform: np.ndarray, rest: np.ndarray) -> BoneDualQuate
     base_r = np.zeros_like(deform)
     base_r[..., :3, :3] = quaternion_to_matrix(base_quat)
     base_r[..., :, 3] = base_rs[..., :, 3]
-    rest_inv = np.linalg.inv(rest)
+    rest_inv = _affine_inverse(rest)
     rotation = np.where(rigid[..., None, None], deform, base_r @ rest_inv)
-    scale = rest @ (np.linalg.inv(base_r) @ base_rs) @ rest_inv
+    scale = rest @ (_affine_inverse(base_r) @ base_rs) @ rest_inv
 
     real = quaternion_from_matrix(rotation[..., :3, :3])
     dual = _translation_dual(real, rotation[..., :3, 3])
