@@ -153,6 +153,30 @@ def _bone_signs(real: np.ndarray, plan: BindingPlan) -> np.ndarray:
     return sign
 
 
+def _suspects(dq: np.ndarray, plan: BindingPlan) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Sign the bones' dual quaternions ``dq`` in place when some shared pair disagrees; then the suspect
+    bones and the pair table (both ``None`` when no vertex can flip a sign)."""
+    if not len(plan.pairs):
+        return None, None
+    a, b = plan.pairs[:, 0], plan.pairs[:, 1]
+    q = dq[:, :4].astype(np.float64)
+    low = np.einsum("pc,pc->p", q[a], q[b]) < PAIR_MARGIN
+    if not low.any():  # the usual frame: canonical quaternions already agree
+        return None, None
+    sign = _bone_signs(q, plan)
+    dq *= sign.astype(np.float32)[:, None]  # exact: only signs change
+    q *= sign[:, None]
+    low = np.einsum("pc,pc->p", q[a], q[b]) < PAIR_MARGIN
+    if not low.any():
+        return None, None
+    suspect = np.zeros(len(dq), dtype=bool)
+    suspect[plan.pairs[low].ravel()] = True
+    pair_dots = None
+    if len(dq) <= PAIR_TABLE_BONES:
+        pair_dots = np.ascontiguousarray(q @ q.T, dtype=np.float32)
+    return suspect, pair_dots
+
+
 def prepare(
     matrices: np.ndarray,
     real: np.ndarray,
@@ -162,8 +186,10 @@ def prepare(
     factor: float | np.ndarray,
 ) -> Frame:
     b = matrices.shape[0]
-    real64 = np.asarray(real, dtype=np.float64)
-    sign = _bone_signs(real64, plan)
+    scalar = isinstance(factor, float)
+    tables = {"lbs": np.ascontiguousarray(matrices, dtype=np.float32).reshape(b, 12)}
+    if scalar and factor <= 0.0:  # LBS only: no dual quaternions at all
+        return Frame(tables, None, None, None, None)
     dq = np.zeros((b, 20), dtype=np.float32)
     dq[:, 0:4] = real
     dq[:, 4:8] = dual
@@ -172,36 +198,27 @@ def prepare(
         dq[:, 8:20] = np.asarray(pivot, dtype=np.float32).reshape(b, 12)
         scaled = np.any(dq[:, 8:20] != 0.0, axis=1)
         scaled = scaled if scaled.any() else None
-    dq *= sign.astype(np.float32)[:, None]  # exact: only signs change
-    lbs = np.asarray(matrices, dtype=np.float32).reshape(b, 12)
-    keep, mixed = None, lbs
-    if isinstance(factor, float) and 0.0 < factor < 1.0:
-        keep = 1.0 - factor
-        mixed = lbs * np.float32(keep)
-    tables = {
-        "lbs": np.ascontiguousarray(lbs),
-        "dq": np.ascontiguousarray(dq[:, :8]),
-        "dq_wide": dq,
-        "both": np.ascontiguousarray(np.concatenate([mixed, dq[:, :8]], 1)),
-        "both_wide": np.ascontiguousarray(np.concatenate([mixed, dq], 1)),
-    }
-    suspect = pair_dots = None
-    if len(plan.pairs):
-        q = real64 * sign[:, None]
-        low = np.einsum("pc,pc->p", q[plan.pairs[:, 0]], q[plan.pairs[:, 1]]) < PAIR_MARGIN
-        if low.any():
-            suspect = np.zeros(b, dtype=bool)
-            suspect[plan.pairs[low].ravel()] = True
-            if b <= PAIR_TABLE_BONES:
-                signed = dq[:, :4].astype(np.float64)
-                pair_dots = np.ascontiguousarray(signed @ signed.T, dtype=np.float32)
+    suspect, pair_dots = _suspects(dq, plan)
+    keep = None
+    names = ["dq", "dq_wide"]
+    if not (scalar and factor >= 1.0):
+        mixed = tables["lbs"]
+        if scalar:
+            keep = 1.0 - factor
+            mixed = mixed * np.float32(keep)
+        tables["both_wide"] = np.concatenate([mixed, dq], 1)
+        tables["both"] = np.ascontiguousarray(tables["both_wide"][:, :20])
+        names = ["both", "both_wide"]
+    tables["dq_wide"] = dq
+    tables["dq"] = np.ascontiguousarray(dq[:, :8])
     pivots = None
     if scaled is not None:
         pivots = tables["pivot"] = np.ascontiguousarray(dq[:, 8:20])
+        names.append("pivot")
     if pair_dots is not None:  # doubled tables: rows B + b hold bone b with its dual quaternion negated
-        for name in [n for n in tables if n != "lbs"]:
+        for name in names:
             t = tables[name]
             negated = t.copy()
             negated[:, 12 if name.startswith("both") else 0 :] *= -1.0
-            tables[name + "_flip"] = np.ascontiguousarray(np.concatenate([t, negated]))
+            tables[name + "_flip"] = np.concatenate([t, negated])
     return Frame(tables, keep, pivots, scaled, suspect, pair_dots)
