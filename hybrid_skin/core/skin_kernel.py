@@ -29,6 +29,10 @@ __all__ = ["apply_points", "chunk_matrices", "cofactor_normals", "normalise"]
 _LBS = slice(0, 12)
 _YZX = np.array([1, 2, 0])
 _ZXY = np.array([2, 0, 1])
+# [v]ₓ in a row-major 3x3: entries (0,1) (0,2) (1,0) (1,2) (2,0) (2,1) are −z, +y, +z, −x, −y, +x.
+_SKEW_ENTRY = np.array([1, 2, 3, 5, 6, 7])
+_SKEW_AXIS = np.array([2, 1, 2, 0, 1, 0])
+_SKEW_SIGN = np.array([-1.0, 1.0, 1.0, -1.0, -1.0, 1.0], dtype=np.float32)[:, None]
 
 
 def _running_sum_signs(w: np.ndarray, real: np.ndarray) -> np.ndarray:
@@ -143,21 +147,21 @@ def chunk_matrices(
         inv = np.divide(1.0, norm_sq, out=np.zeros_like(norm_sq), where=norm_sq > 0)
         if lbs:
             inv *= f
+        twice = inv + inv
         rw, v, tw, tv = real[0], real[1:], dual[0], dual[1:]
-        u = v * (2 * inv)
-        rot = u[:, None] * v[None]  # 2·v·vᵀ/|r|², then the skew part and the diagonal
-        wu = u * rw
-        rot[0, 1] -= wu[2]
-        rot[1, 0] += wu[2]
-        rot[0, 2] += wu[1]
-        rot[2, 0] -= wu[1]
-        rot[1, 2] -= wu[0]
-        rot[2, 1] += wu[0]
-        rot.reshape(9, m)[::4] += (2 * rw * rw - norm_sq) * inv
+        u = v * twice
+        rot = u[:, None] * v[None]  # 2·v·vᵀ/|r|², then the skew part 2·r_w·[v]ₓ/|r|² and the diagonal
+        entries = rot.reshape(9, m)
+        entries[_SKEW_ENTRY] += _SKEW_SIGN * np.take(u * rw, _SKEW_AXIS, 0)
+        diagonal = rw * rw
+        diagonal *= 2.0
+        diagonal -= norm_sq
+        diagonal *= inv
+        entries[::4] += diagonal
         move = _cross(v, tv)
         move += rw * tv
         move -= tw * v
-        move *= 2 * inv
+        move *= twice
         if lbs:
             rot += m3
             move += t
