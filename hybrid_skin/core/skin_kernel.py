@@ -132,7 +132,7 @@ def chunk_matrices(
         wide = 3 * np.count_nonzero(hit) > len(hit)  # most of the chunk touches a scaled bone: blend pivots
     flipped = dqs and frame.pair_dots is not None
     rows = _flipped_indices(idx, w, frame.pair_dots) if flipped else idx
-    g = np.take(frame.table(lbs, dqs, wide, flipped=flipped), rows, axis=0)
+    g = np.take(frame.table(lbs, dqs, wide, flipped=flipped), rows, axis=0, mode="clip")  # valid: no checks
     planes = np.ascontiguousarray(np.einsum("mk,mkc->mc", w, g).T)
     m = planes.shape[1]
     if lbs:

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Most vertices per chunk: a chunk's planes stay in the CPU's L2 cache.
-CHUNK = 8192
+CHUNK = 16384
 
 #: Fewer vertices than this per chunk cost more in numpy's per-call overhead than a second core gains.
 MIN_SPLIT = 2048
