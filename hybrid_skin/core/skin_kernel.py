@@ -13,18 +13,21 @@ one long SIMD loop instead of many 3- or 4-wide ones. Per chunk of ``m`` vertice
    dual-quaternion columns are blended with them (the LBS columns with the plain weights).
 3. Scale pivots (Blender's Preserve Volume with scaled bones): ``dual += F·p``, from the blended pivot
    planes or, when few vertices touch a scaled bone, for those vertices only.
-4. ``Q``: rotation of the blended real part ``r`` and translation ``2·(r_w·t_v − t_w·v + v × t_v)/|r|²``
-   (Blender's ``mul_v3m3_dq``), mixed with ``T``, the influence applied, then positions ``M·p`` and
-   normals ``cofactor(M₃)·n`` from the same planes (so positions do not depend on asking for normals).
+4. Positions: ``T·p`` and the dual quaternion applied to ``p`` directly (:func:`positions`, no per-vertex
+   matrix); normals: the rotation of the blended real part (Blender's ``mul_v3m3_dq``) mixed with ``T``
+   and ``cofactor(M₃)·n`` (:func:`matrices`). Positions are computed the same way whether normals are
+   asked for or not.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from .skin_plan import Frame
 
-__all__ = ["apply_points", "chunk_matrices", "cofactor_normals", "normalise"]
+__all__ = ["Blended", "apply_points", "blend", "cofactor_normals", "matrices", "normalise", "positions"]
 
 _LBS = slice(0, 12)
 _YZX = np.array([1, 2, 0])
@@ -110,19 +113,38 @@ def _dual_quaternion_planes(
     return real, dual
 
 
-def chunk_matrices(
+@dataclass(frozen=True)
+class Blended:
+    """One chunk's blended bone data as planes (armature space).
+
+    lin, move: ``(3, 3, m)`` and ``(3, m)`` LBS matrix (weighted by ``1 − f`` when the frame folded a
+    scalar factor in), or ``None`` for pure DQS. keep: ``1 − f`` still to apply to them (per-vertex
+    factors), else ``None``. real, dual: ``(4, m)`` blended dual quaternions, ``None`` for pure LBS.
+    twice: ``2·f/|r|²`` (``2/|r|²`` for pure DQS; 0 where ``r = 0``). f: the factor. infl: ``(m,)`` or
+    ``None`` when all are 1.
+    """
+
+    lin: np.ndarray | None
+    move: np.ndarray | None
+    keep: np.ndarray | None
+    real: np.ndarray | None
+    dual: np.ndarray | None
+    norm_sq: np.ndarray | None
+    twice: np.ndarray | None
+    f: float | np.ndarray
+    infl: np.ndarray | None
+
+
+def blend(
     p: np.ndarray,
     idx: np.ndarray,
     w: np.ndarray,
     infl: np.ndarray | None,
     frame: Frame,
     f: float | np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Hybrid matrices of one chunk as planes: ``(3, 3, m)`` linear part and ``(3, m)`` translation.
-
-    ``p``: ``(3, m)`` armature-space positions (planes); ``idx``, ``w``: ``(m, K)``; ``infl``: ``(m,)`` or
-    ``None`` when all are 1; ``f``: a float or ``(m,)`` float32 factors.
-    """
+) -> Blended:
+    """Blend one chunk: ``p`` ``(3, m)`` armature-space positions (planes; the scale pivots need them),
+    ``idx``, ``w``: ``(m, K)``, ``infl``: ``(m,)`` or ``None`` when all are 1, ``f``: a float or ``(m,)``."""
     scalar = isinstance(f, float)
     lbs = not (scalar and f >= 1.0)
     dqs = not (scalar and f <= 0.0)
@@ -135,41 +157,76 @@ def chunk_matrices(
     g = np.take(frame.table(lbs, dqs, wide, flipped=flipped), rows, axis=0, mode="clip")  # valid: no checks
     planes = np.ascontiguousarray(np.einsum("mk,mkc->mc", w, g).T)
     m = planes.shape[1]
+    lin = move = keep = real = dual = norm_sq = twice = None
     if lbs:
-        lin = planes[_LBS].reshape(3, 4, m)
-        m3, t = lin[:, :3], lin[:, 3]
-        if dqs and frame.keep is None:
-            keep = 1.0 - f
-            m3, t = m3 * keep, t * keep
+        matrix = planes[_LBS].reshape(3, 4, m)
+        lin, move = matrix[:, :3], matrix[:, 3]
+        keep = 1.0 - f if dqs and frame.keep is None else None
     if dqs:
         real, dual = _dual_quaternion_planes(rows, w, g[:, :, 12:] if lbs else g, planes, p, frame, hit, wide)
         norm_sq = np.einsum("cm,cm->m", real, real)
-        inv = np.divide(1.0, norm_sq, out=np.zeros_like(norm_sq), where=norm_sq > 0)
+        twice = np.divide(2.0, norm_sq, out=np.zeros_like(norm_sq), where=norm_sq > 0)
         if lbs:
-            inv *= f
-        twice = inv + inv
-        rw, v, tw, tv = real[0], real[1:], dual[0], dual[1:]
-        u = v * twice
+            twice *= f
+    return Blended(lin, move, keep, real, dual, norm_sq, twice, f, infl)
+
+
+def positions(b: Blended, p: np.ndarray) -> np.ndarray:
+    """``M·p`` without building ``M``: LBS ``T·p``, and the dual quaternion applied as
+    ``Q·p = p + 2·(v × e + r_w·t_v − t_w·v)/|r|²`` with ``e = v × p + r_w·p + t_v``."""
+    out = None
+    if b.lin is not None:
+        out = apply_points(b.lin, b.move, p)
+        if b.keep is not None:
+            out *= b.keep
+    if b.real is not None:
+        rw, v, tw, tv = b.real[0], b.real[1:], b.dual[0], b.dual[1:]
+        e = _cross(v, p)
+        e += rw * p
+        e += tv
+        q = _cross(v, e)
+        q += rw * tv
+        q -= tw * v
+        q *= b.twice
+        q += p if out is None else b.f * p
+        out = q if out is None else out + q
+    if b.infl is not None:
+        out -= p
+        out *= b.infl
+        out += p
+    return out
+
+
+def matrices(b: Blended) -> tuple[np.ndarray, np.ndarray]:
+    """The hybrid matrices as planes, ``(3, 3, m)`` linear part and ``(3, m)`` translation, influence
+    applied (for normals and :func:`.skinning.skin_matrices`)."""
+    m3, t = b.lin, b.move
+    if b.keep is not None:
+        m3, t = m3 * b.keep, t * b.keep
+    if b.real is not None:
+        m = b.real.shape[1]
+        rw, v, tw, tv = b.real[0], b.real[1:], b.dual[0], b.dual[1:]
+        u = v * b.twice
         rot = u[:, None] * v[None]  # 2·v·vᵀ/|r|², then the skew part 2·r_w·[v]ₓ/|r|² and the diagonal
         entries = rot.reshape(9, m)
         entries[_SKEW_ENTRY] += _SKEW_SIGN * np.take(u * rw, _SKEW_AXIS, 0)
         diagonal = rw * rw
         diagonal *= 2.0
-        diagonal -= norm_sq
-        diagonal *= inv
+        diagonal -= b.norm_sq
+        diagonal *= 0.5 * b.twice
         entries[::4] += diagonal
-        move = _cross(v, tv)
-        move += rw * tv
-        move -= tw * v
-        move *= twice
-        if lbs:
+        shift = _cross(v, tv)
+        shift += rw * tv
+        shift -= tw * v
+        shift *= b.twice
+        if m3 is not None:
             rot += m3
-            move += t
-        m3, t = rot, move
-    if infl is not None:
-        m3 = m3 * infl
-        m3.reshape(9, m)[::4] += 1.0 - infl
-        t = t * infl
+            shift += t
+        m3, t = rot, shift
+    if b.infl is not None:
+        m3 = m3 * b.infl
+        m3.reshape(9, -1)[::4] += 1.0 - b.infl
+        t = t * b.infl
     return m3, t
 
 
