@@ -65,17 +65,18 @@ def _flipped_indices(idx: np.ndarray, w: np.ndarray, pair_dots: np.ndarray) -> n
     tables (``b + B`` for a flipped influence: the same row with its dual quaternion negated)."""
     bones = pair_dots.shape[0]
     flat = pair_dots.ravel()
-    rows = idx * bones
-    signed = w.copy()
-    out = idx.copy()
-    for k in range(1, w.shape[1]):
-        dot = signed[:, 0] * np.take(flat, rows[:, 0] + idx[:, k])
+    index = np.ascontiguousarray(idx.T)  # influence-major: every step below runs on contiguous rows
+    signed = np.ascontiguousarray(w.T)
+    rows = index * bones
+    out = index.copy()
+    for k in range(1, len(index)):
+        dot = signed[0] * np.take(flat, rows[0] + index[k])
         for j in range(1, k):
-            dot += signed[:, j] * np.take(flat, rows[:, j] + idx[:, k])
+            dot += signed[j] * np.take(flat, rows[j] + index[k])
         flip = dot < 0.0
-        signed[:, k] = np.where(flip, -w[:, k], w[:, k])
-        out[:, k] = np.where(flip, idx[:, k] + bones, idx[:, k])
-    return out
+        signed[k] = np.where(flip, -signed[k], signed[k])
+        out[k] = np.where(flip, index[k] + bones, index[k])
+    return out.T
 
 
 def _dual_quaternion_planes(
