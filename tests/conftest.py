@@ -2,8 +2,8 @@
 
 This file must not import bpy: core tests run without Blender. It runs before any test module, so before
 anything imports bpy, which makes it the place to isolate Blender's user directories: the bpy module reads
-``BLENDER_USER_*`` once, on first import, and installs extensions, preferences and caches there; and to choose the GPU backend
-(``HYBRID_SKIN_GPU_BACKEND=vulkan``, see tests/support/gpu_backend.py).
+``BLENDER_USER_*`` once, on first import, and installs extensions, preferences and caches there; and to choose
+the GPU backend (``HYBRID_SKIN_GPU_BACKEND=vulkan``, see tests/support/gpu_backend.py).
 
 Layout: ``tests/`` mirrors the package. ``tests/core`` (like ``hybrid_skin/core``) is numpy only and never
 imports bpy; every other test runs against the installed extension zip, starting from an empty scene with

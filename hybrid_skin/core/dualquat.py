@@ -29,9 +29,11 @@ __all__ = [
     "rigid_to_dual_quaternion",
 ]
 
-# Blender's ``is_orthonormal_m3`` tolerances (float32 based).
+# Blender's ``is_orthonormal_m3`` tolerances: 1e-5 on the off-diagonal and on the diagonal of the Gram
+# matrix (Blender 2.7x used 1.5·FLT_EPSILON for the diagonal; 4.x and 5.x use 1e-5, so float32 rounding of
+# a pose matrix, or a scale of 1 + 3e-6, leaves a bone rigid).
 _ORTHOGONAL_EPS = 1e-5
-_UNIT_EPS = 1.5 * float(np.finfo(np.float32).eps)
+_UNIT_EPS = 1e-5
 _SCALE_EPS_SQ = 1e-4**2
 
 
@@ -152,6 +154,60 @@ def _is_rigid(deform: np.ndarray, rest: np.ndarray) -> np.ndarray:
     return orthonormal & (np.linalg.det(deform) >= 0.0) & unscaled
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.cross`` over the last axis of ``(..., 3)`` arrays, without its axis bookkeeping (a palette
+    of bones is small: numpy's per-call overhead is what costs)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+def _affine_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverse of affine ``(..., 4, 4)`` matrices (last row ``0 0 0 1``) from the 3x3 adjugate: a few
+    vectorised products instead of one LAPACK solve per matrix (which costs ~10 µs a bone)."""
+    a = m[..., :3, :3]
+    adj = np.stack(
+        [
+            _cross(a[..., 1, :], a[..., 2, :]),
+            _cross(a[..., 2, :], a[..., 0, :]),
+            _cross(a[..., 0, :], a[..., 1, :]),
+        ],
+        -1,
+    )  # columns are the cross products of rows: adj(a) = cofactor(a)ᵀ
+    det = np.einsum("...i,...i->...", a[..., 0, :], adj[..., :, 0])
+    inv = np.zeros_like(m)
+    inv[..., :3, :3] = adj / det[..., None, None]
+    inv[..., :3, 3] = -np.einsum("...ij,...j->...i", inv[..., :3, :3], m[..., :3, 3])
+    inv[..., 3, 3] = 1.0
+    return inv
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def _orthogonalize_around_y(m: np.ndarray) -> np.ndarray:
+    """Blender's ``orthogonalize_m4(m, 1)`` without the size: keep the Y axis, rebuild X and Z from the
+    first of its three cases whose test holds. The tests compare the unit Y with the *unscaled* X (and X
+    with Z), so a strongly sheared, stretched matrix takes the second or third case."""
+    col_x, col_z = m[..., :, 0], m[..., :, 2]
+    with np.errstate(invalid="ignore", divide="ignore"):  # a case not taken may be degenerate
+        y = _unit(m[..., :, 1])
+        z_a = _unit(_cross(col_x, y))  # case 1: keep the XY plane
+        x_a = _cross(y, z_a)
+        x_b = _unit(_cross(y, col_z))  # case 2: keep the YZ plane
+        z_b = _cross(x_b, y)
+        x_c = _unit(_cross(y, y[..., [1, 2, 0]]))  # case 3: any axis orthogonal to Y
+        z_c = _cross(x_c, y)
+    first = (np.einsum("...i,...i->...", y, col_x) < 1.0)[..., None]
+    second = (np.einsum("...i,...i->...", col_x, col_z) < 1.0)[..., None]
+    x = np.where(first, x_a, np.where(second, x_b, x_c))
+    z = np.where(first, z_a, np.where(second, z_b, z_c))
+    return np.stack([x, y, z], -1)
+
+
 class BoneDualQuaternions(NamedTuple):
     """Per-bone dual quaternions in Blender's Preserve Volume form.
 
@@ -179,17 +235,13 @@ def bone_dual_quaternions(deform: np.ndarray, rest: np.ndarray) -> BoneDualQuate
     rigid = _is_rigid(deform, rest)
 
     base_rs = deform @ rest
-    y = base_rs[..., :3, 1] / np.linalg.norm(base_rs[..., :3, 1], axis=-1, keepdims=True)
-    z = np.cross(base_rs[..., :3, 0], y)
-    z /= np.linalg.norm(z, axis=-1, keepdims=True)
-    x = np.cross(y, z)
-    base_quat = quaternion_from_matrix(np.stack([x, y, z], -1))
+    base_quat = quaternion_from_matrix(_orthogonalize_around_y(base_rs[..., :3, :3]))
     base_r = np.zeros_like(deform)
     base_r[..., :3, :3] = quaternion_to_matrix(base_quat)
     base_r[..., :, 3] = base_rs[..., :, 3]
-    rest_inv = np.linalg.inv(rest)
+    rest_inv = _affine_inverse(rest)
     rotation = np.where(rigid[..., None, None], deform, base_r @ rest_inv)
-    scale = rest @ (np.linalg.inv(base_r) @ base_rs) @ rest_inv
+    scale = rest @ (_affine_inverse(base_r) @ base_rs) @ rest_inv
 
     real = quaternion_from_matrix(rotation[..., :3, :3])
     dual = _translation_dual(real, rotation[..., :3, 3])

@@ -20,12 +20,31 @@ def clear_scene() -> None:
     for collection in (bpy.data.objects, bpy.data.meshes, bpy.data.armatures, bpy.data.actions):
         for block in list(collection):
             collection.remove(block)
+    for block in list(bpy.data.collections):
+        bpy.data.collections.remove(block)
 
 
-def make_chain_armature(name: str, bones: int, height: float) -> bpy.types.Object:
+def collection(name: str) -> bpy.types.Collection:
+    """A new collection in the scene: rigs in their own collections can be left out of the depsgraph
+    (``LayerCollection.exclude``) so a frame change evaluates only the rig being timed."""
+    coll = bpy.data.collections.new(name)
+    bpy.context.scene.collection.children.link(coll)
+    return coll
+
+
+def exclude(coll: bpy.types.Collection, excluded: bool) -> None:
+    layer = bpy.context.view_layer.layer_collection.children[coll.name]
+    if layer.exclude != excluded:
+        layer.exclude = excluded
+        bpy.context.view_layer.update()
+
+
+def make_chain_armature(
+    name: str, bones: int, height: float, into: bpy.types.Collection | None = None
+) -> bpy.types.Object:
     data = bpy.data.armatures.new(name)
     arm = bpy.data.objects.new(name, data)
-    bpy.context.scene.collection.objects.link(arm)
+    (into or bpy.context.scene.collection).objects.link(arm)
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
     step = height / bones
@@ -44,7 +63,9 @@ def make_chain_armature(name: str, bones: int, height: float) -> bpy.types.Objec
     return arm
 
 
-def make_grid_cylinder(name: str, vertices: int, height: float, radius: float = 0.5) -> bpy.types.Object:
+def make_grid_cylinder(
+    name: str, vertices: int, height: float, radius: float = 0.5, into: bpy.types.Collection | None = None
+) -> bpy.types.Object:
     """Open cylinder of about ``vertices`` vertices (rings × columns quads), built with foreach_set."""
     cols = max(8, int(round(math.sqrt(vertices / 4))))
     rows = max(2, vertices // cols)
@@ -65,7 +86,7 @@ def make_grid_cylinder(name: str, vertices: int, height: float, radius: float = 
     me.polygons.foreach_set("loop_start", np.arange(0, quads.size, 4, dtype=np.int32))
     me.update()
     obj = bpy.data.objects.new(name, me)
-    bpy.context.scene.collection.objects.link(obj)
+    (into or bpy.context.scene.collection).objects.link(obj)
     return obj
 
 
@@ -128,6 +149,43 @@ def random_pose(arm: bpy.types.Object, seed: int, max_degrees: float = 30.0) -> 
     return np.c_[np.cos(half), axis * np.sin(half)[:, None]].astype(np.float32)
 
 
-def set_pose(arm: bpy.types.Object, quaternions: np.ndarray) -> None:
+def random_scales(arm: bpy.types.Object, seed: int, every: int = 4) -> np.ndarray:
+    """``(bones, 3)`` pose scales: every ``every``-th bone scaled non-uniformly by 0.7–1.4, others 1."""
+    rng = np.random.default_rng(seed)
+    nb = len(arm.pose.bones)
+    scales = np.ones((nb, 3), np.float32)
+    scales[::every] = rng.uniform(0.7, 1.4, (len(scales[::every]), 3))
+    return scales
+
+
+def set_pose(arm: bpy.types.Object, quaternions: np.ndarray, scales: np.ndarray | None = None) -> None:
     arm.pose.bones.foreach_set("rotation_quaternion", np.ascontiguousarray(quaternions).ravel())
+    if scales is not None:
+        arm.pose.bones.foreach_set("scale", np.ascontiguousarray(scales, dtype=np.float32).ravel())
     arm.update_tag(refresh={"DATA"})  # foreach_set does not tag the depsgraph by itself
+
+
+def evaluated_positions(obj: bpy.types.Object) -> np.ndarray:
+    me = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    out = np.empty(len(me.vertices) * 3, np.float32)
+    me.vertices.foreach_get("co", out)
+    return out.reshape(-1, 3)
+
+
+def evaluated_normals(obj: bpy.types.Object) -> np.ndarray:
+    me = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    out = np.empty(len(me.vertices) * 3, np.float32)
+    me.vertex_normals.foreach_get("vector", out)
+    return out.reshape(-1, 3)
+
+
+def bench_rig(
+    name: str, vertices: int, bones: int, into: bpy.types.Collection | None = None
+) -> tuple[bpy.types.Object, bpy.types.Object, int]:
+    """Chain armature + grid cylinder of about ``vertices`` vertices with random weights and Blender's
+    LBS Armature modifier; returns ``(armature, mesh, weight entries)``."""
+    arm = make_chain_armature(f"{name}Rig", bones, height=4.0, into=into)
+    obj = make_grid_cylinder(f"{name}Mesh", vertices, height=4.0, into=into)
+    entries = add_random_weights(obj, arm)
+    add_lbs_modifier(obj, arm)
+    return arm, obj, entries

@@ -263,3 +263,32 @@ def test_running_sum_flips_follow_each_vertex_on_many_vertices():
     np.testing.assert_allclose(p, expected, atol=1e-6)
     m = skin_matrices(pos, binding, pal, 1.0)
     np.testing.assert_allclose(np.einsum("nij,nj->ni", m[:, :, :3], pos) + m[:, :, 3], expected, atol=1e-6)
+
+
+def test_scale_within_blenders_orthonormal_tolerance_is_rigid():
+    # Blender 4.x/5.x: |column² − 1| ≤ 1e-5 is orthonormal, so 1 + 3e-6 keeps the bone rigid; 1 + 3e-5 not.
+    turn = rigid((1, 2, 0), 0.8, (0.2, 0.1, 0))
+    for scale, is_rigid in ((1 + 3e-6, True), (1 + 3e-5, False)):
+        m = turn.copy()
+        m[:3, :3] *= scale
+        dq = bone_dual_quaternions(m[None], np.eye(4)[None])
+        assert (dq.pivot is None) == is_rigid
+
+
+def test_sheared_stretched_bone_rotation_follows_blenders_second_orthogonalisation_case():
+    # A child of a bone scaled (3, 0.4, 1), turned −45° and tilted 40°: its unit Y axis has a dot product
+    # ≥ 1 with its unscaled X column, so Blender's orthogonalize_m4(·, 1) keeps the YZ plane (X = Y × Z)
+    # instead of the XY plane.
+    m = np.eye(4)
+    m[:3, :3] = np.diag([3.0, 0.4, 1.0]) @ rotation((0, 0, 1), np.radians(-45)) @ rotation((1, 0, 0), 0.7)
+    y = m[:3, 1] / np.linalg.norm(m[:3, 1])
+    assert y @ m[:3, 0] >= 1.0
+    x = np.cross(y, m[:3, 2])
+    x /= np.linalg.norm(x)
+    expected = np.stack([x, y, np.cross(x, y)], -1)
+    dq = bone_dual_quaternions(m[None], np.eye(4)[None])
+    np.testing.assert_allclose(quaternion_to_matrix(dq.real[0]), expected, atol=1e-12)
+    # the first case would have kept X in the XY plane: a different rotation
+    z_first = np.cross(m[:3, 0], y)
+    z_first /= np.linalg.norm(z_first)
+    assert np.abs(np.cross(y, z_first) - x).max() > 0.1
