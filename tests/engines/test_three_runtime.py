@@ -80,6 +80,7 @@ def instances_for(meta: dict) -> list[dict]:
         instance(idle, 12.3),  # anywhere between frames: numpy only
         instance(walk, 4.0, fade=(wave, 10.0, 0.4)),
         instance(idle, 30.5, fade=(walk, 2.5, 0.75)),
+        instance(wave, 8.0, fade=(idle, 21.0, 1.0)),  # done: update() makes the faded-to clip the instance's
     ]
     if bones:  # the runtime deform factor: LBS, DQS and between, per instance
         out += [
