@@ -69,7 +69,8 @@ def _run(args: list[str], what: str) -> None:
 def bake_asset(
     blend: Path, folder: Path, armature: str, actions: list[str], kind: str, precision: str
 ) -> Bake:
-    """Bake ``actions`` with the command line into ``folder`` (on a copy of ``blend``) and export glTF."""
+    """Bake ``actions`` with the command line into ``folder`` (on a copy of ``blend``) and export glTF, as
+    Blender's Z up (``<name>.gltf``) and as glTF's Y up (``<name>_yup.gltf``)."""
     folder.mkdir(parents=True)
     copy = folder / blend.name
     copy.write_bytes(blend.read_bytes())
@@ -81,9 +82,9 @@ def bake_asset(
         f"bake-textures {kind} {precision}",
     )  # fmt: skip
     gltf = folder / f"{name}.gltf"
-    _run(
-        [sys.executable, str(Path(__file__).with_name("export_gltf.py")), str(copy), str(gltf)], "glTF export"
-    )
+    export = [sys.executable, str(Path(__file__).with_name("export_gltf.py")), str(copy)]
+    _run([*export, str(gltf)], "glTF export")
+    _run([*export, str(folder / f"{name}_yup.gltf"), "--y-up"], "glTF export (+Y up)")
     sidecar = folder / f"{name}.json"
     return Bake(folder, sidecar, gltf, json.loads(sidecar.read_text(encoding="utf-8")))
 

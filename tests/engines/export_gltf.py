@@ -1,13 +1,14 @@
 """Export the meshes of a baked .blend as glTF for the browser tests (run in its own bpy process).
 
-    python tests/engines/export_gltf.py baked.blend out.gltf
+    python tests/engines/export_gltf.py baked.blend out.gltf [--y-up]
 
 Blender's glTF exporter writes custom attributes only when their names start with "_" (upper-cased in the
 file: ``_ANIMTEX_INDEX``); the bake names them as the sidecar says (``animtex_index``, ...). Until the
 one-export work (issue 14 §5) writes them under exporter-friendly names itself, this copies each of them
 to ``_<name>`` and adds the test-only ``_hs_vertex`` (each vertex's index in its Blender mesh, to pair the
 exporter's split vertices with Blender's evaluation). The meshes go out in their own coordinates
-(no skin, no modifiers, Z up): the animation textures are in mesh space.
+(no skin, no modifiers; Z up as in Blender, or with ``--y-up`` converted to glTF's Y up the way the
+exporter does by default): the animation textures are in the Z-up mesh space.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 COPIED = {"INT": "value", "FLOAT_COLOR": "color", "FLOAT": "value"}
 
 
-def main(blend: str, gltf: str) -> None:
+def main(blend: str, gltf: str, y_up: bool = False) -> None:
     bpy.ops.wm.open_mainfile(filepath=blend, load_ui=False)
     baked = ("animtex_index", "animtex_bone_indices")
     meshes = [o for o in bpy.data.objects if o.type == "MESH" and any(a in o.data.attributes for a in baked)]
@@ -51,7 +52,7 @@ def main(blend: str, gltf: str) -> None:
         export_format="GLTF_SEPARATE",
         use_selection=True,
         export_skins=False,
-        export_yup=False,
+        export_yup=y_up,
         export_attributes=True,
         export_morph=False,
         export_animations=False,
@@ -62,4 +63,4 @@ def main(blend: str, gltf: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], "--y-up" in sys.argv[3:])

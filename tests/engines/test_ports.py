@@ -9,7 +9,9 @@ over a synthetic rig of every kind (:mod:`tests.engines.synthetic`) and is held 
 :mod:`hybrid_skin.core.animtex.crossfade` + ``skin_with_bone_frames``: positions within :data:`TOL` of the
 mesh extent, unit normals within :data:`TOL`. Unreal and Godot read their texture with the rows flipped
 (their importers put the image's top row first) and Unreal takes the UV map with v flipped: the tests
-upload them that way, so those conventions are what is tested.
+upload them that way, so those conventions are what is tested. The Godot example shader
+(``godot/hybrid_skin_crowd.gdshader``) runs too, translated mechanically (its built-ins as plain globals):
+instance custom data, TIME, Y-up rest data and glTF UVs in, the core decoders' result in Y-up out.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_skin.core.animtex import skin_with_bone_frames
+from hybrid_skin.core.animtex import decode_bone_frames, decode_vertex_frames, skin_with_bone_frames
 from hybrid_skin.core.animtex.crossfade import crossfade_bone_frames, crossfade_vertex_frames
 from tests.engines import make_ports
 from tests.engines.browser import floats
@@ -118,6 +120,101 @@ void main()
   gl_Position = vec4(0.0);
 }
 """
+
+GODOT_EXAMPLE = ENGINES / "godot" / "hybrid_skin_crowd.gdshader"
+#: Godot's vertex() built-ins the example uses, as plain globals the harness fills from vertex inputs.
+GODOT_BUILTINS = """
+vec3 VERTEX;
+vec3 NORMAL;
+vec2 UV2;
+vec4 CUSTOM0;
+vec4 CUSTOM1;
+vec4 INSTANCE_CUSTOM;
+float TIME;
+"""
+GODOT_EXAMPLE_MAIN = """
+in vec3 in_vertex;
+in vec3 in_normal;
+in vec2 in_uv2;
+in vec4 in_custom0;
+in vec4 in_custom1;
+in vec4 in_instance_custom;
+in float in_time;
+out vec3 out_p;
+out vec3 out_n;
+void main()
+{
+  VERTEX = in_vertex;
+  NORMAL = in_normal;
+  UV2 = in_uv2;
+  CUSTOM0 = in_custom0;
+  CUSTOM1 = in_custom1;
+  INSTANCE_CUSTOM = in_instance_custom;
+  TIME = in_time;
+  vertex();
+  out_p = VERTEX;
+  out_n = NORMAL;
+  gl_Position = vec4(0.0);
+}
+"""
+
+
+def godot_example_glsl(bones: bool) -> str:
+    """The example .gdshader as GLSL ES 3.00, mechanically: no shader_type line, the include inlined,
+    uniform hints dropped, Godot's built-ins as globals set from vertex inputs around a call of vertex()."""
+    text = GODOT_EXAMPLE.read_text(encoding="utf-8")
+    text, lines = re.subn(r"^shader_type \w+;\n", "", text, flags=re.MULTILINE)
+    include = '#include "hybrid_skin_animtex.gdshaderinc"'
+    text = text.replace(include, PORTS["godot"][0].read_text(encoding="utf-8"))
+    text, hints = re.subn(r"^(uniform \w+ \w+)\s*:[^;]*;", r"\1;", text, flags=re.MULTILINE)
+    text, defines = re.subn(r"#define HYBRID_SKIN_BONES 0", f"#define HYBRID_SKIN_BONES {int(bones)}", text)
+    assert (lines, hints, defines) == (1, 1, 1) and include not in text, "the example changed shape: update"
+    return GODOT_PRELUDE + GODOT_BUILTINS + text + GODOT_EXAMPLE_MAIN
+
+
+def to_y_up(v: np.ndarray) -> np.ndarray:
+    """Blender's (x, y, z) in glTF's / Godot's Y-up axes: (x, z, -y)."""
+    return np.stack([v[..., 0], v[..., 2], -v[..., 1]], -1).astype(np.float32)
+
+
+def godot_example_kernel(kind: str, precision: str) -> tuple[dict, dict]:
+    """The example shader on a MultiMesh-like input: instance custom data, TIME, Y-up rest data, glTF UVs,
+    Godot's row order; expected: the core decoders' one-clip result in Y-up axes."""
+    bones = kind != "VERTEX"
+    s = scene(kind, precision)
+    tex = s.texture
+    speed, offset = 1.25, 0.1
+    uv = tex.layout.item_uv() if not bones else np.zeros((VERTICES, 2), np.float32)
+    inputs, want_p, want_n = {k: [] for k in ("in_instance_custom", "in_time")}, [], []
+    for clip, sample, *_, factor in CASES:
+        seconds = sample / tex.clips[clip].sample_rate
+        inputs["in_instance_custom"].append(np.tile([clip, offset, speed, factor], (VERTICES, 1)))
+        inputs["in_time"].append(np.full((VERTICES, 1), (seconds - offset) / speed))
+        if bones:
+            frames = decode_bone_frames(tex, clip, sample)
+            p, n = skin_with_bone_frames(frames, s.rest, s.bones, s.weights, factor, s.normals)
+        else:
+            p, n = decode_vertex_frames(tex, s.rest, clip, sample)
+        want_p.append(to_y_up(p[0]))
+        want_n.append(to_y_up(n[0]))
+    gltf_uv = np.c_[uv[:, 0], 1 - uv[:, 1]]
+    per_vertex = {
+        "in_vertex": to_y_up(s.rest), "in_normal": to_y_up(s.normals), "in_uv2": gltf_uv,
+        "in_custom0": s.bones.astype(np.float32), "in_custom1": s.weights,
+    }  # fmt: skip
+    arrays = {k: np.concatenate(v).astype(np.float32) for k, v in inputs.items()}
+    arrays.update({k: np.tile(v, (len(CASES), 1)).astype(np.float32) for k, v in per_vertex.items()})
+    channels = tex.channels()[::-1]  # Godot's row order
+    job = {
+        "vertex": godot_example_glsl(bones), "count": len(CASES) * VERTICES, "samplers": ["animtex"],
+        "inputs": {k: {"data": b64(v), "size": v.shape[1]} for k, v in arrays.items()},
+        "outputs": [{"name": "out_p", "size": 3}, {"name": "out_n", "size": 3}],
+        "texture": {"width": channels.shape[1], "height": channels.shape[0], "data": b64(channels)},
+    }  # fmt: skip
+    want = {"positions": np.stack(want_p), "normals": np.stack(want_n), "outputs": ["out_p", "out_n"],
+            "extent": float(np.abs(s.rest).max())}  # fmt: skip
+    return job, want
+
 
 #: port -> (file, HLSL entry-point calls (None: GLSL), texture rows flipped, UV v flipped, times in seconds)
 PORTS = {
@@ -247,6 +344,10 @@ def results(page_server, tmp_path_factory):
             job, want = kernel(port, kind, precision, folder)
             jobs.append(job)
             expected.append((port, kind, precision, want))
+    for kind, precision in (("VERTEX", "PNG16"), ("BONE_DQ", "EXR16")):
+        job, want = godot_example_kernel(kind, precision)
+        jobs.append(job)
+        expected.append(("godot-example", kind, precision, want))
     job, want = kernel("godot", "VERTEX", "PNG16", folder, flip_rows=False)  # last: the negative control
     jobs.append(job)
     expected.append(("godot-unflipped", "VERTEX", "PNG16", want))
@@ -254,7 +355,7 @@ def results(page_server, tmp_path_factory):
     return list(zip(expected, got))
 
 
-@pytest.mark.parametrize("port", list(PORTS))
+@pytest.mark.parametrize("port", [*PORTS, "godot-example"])
 def test_port_matches_numpy(results, port):
     checked = 0
     for (name, kind, precision, want), got in results:
@@ -275,7 +376,7 @@ def test_port_matches_numpy(results, port):
         )
         print(f"{port} {kind} {precision}: max {worst:.2g} of the extent, normals {worst_n:.2g}")
         checked += 1
-    assert checked == len(KINDS)
+    assert checked == (2 if port == "godot-example" else len(KINDS))
 
 
 def test_the_row_flip_is_what_makes_godot_right(results):

@@ -110,6 +110,9 @@ def readback(bakes, page_server):
         characters.append(spec)
         if key == "vertex":  # the same, finding each vertex's texels through the texel UV map instead
             characters.append({**spec, "id": "vertex_uv", "itemFromUv": "uv"})
+        if key in ("vertex", "dq"):  # the same from a glTF in Y-up axes (the exporter's default)
+            yup = f"{folder}/{bake.gltf.stem}_yup.gltf"
+            characters.append({**spec, "id": f"{key}_yup", "gltf": yup, "yUp": True})
     result = page_server.run_page("three.html", {"mode": "readback", "characters": characters}, timeout=600)
     return {c["id"]: c for c in result["characters"]}, {c["id"]: c["instances"] for c in characters}
 
@@ -131,12 +134,29 @@ def parts_of(character: dict, count: int) -> dict:
 
 def test_page_decodes_every_instance(readback):
     results, jobs = readback
-    assert set(results) == {*BAKES, "vertex_uv"}
+    assert set(results) == {*BAKES, "vertex_uv", "vertex_yup", "dq_yup"}
     for key, character in results.items():
         parts = parts_of(character, len(jobs[key]))
         assert sorted(parts) == ["Object_94", "Object_95", "Object_98", "Object_99"]
         for part in parts.values():
             assert np.isfinite(part["positions"]).all() and np.isfinite(part["normals"]).all()
+
+
+@pytest.mark.parametrize("key", ["vertex", "dq"])
+def test_y_up_geometry_plays_the_same_motion(readback, key):
+    """glTF's Y up (x, z, -y) of Blender's axes in, the same numbers out: bit for bit, since the runtime's
+    axis change is a swap and a sign on both sides of the same decoder."""
+    results, jobs = readback
+    z_up = parts_of(results[key], len(jobs[key]))
+    y_up = parts_of(results[f"{key}_yup"], len(jobs[key]))
+    for name, part in z_up.items():
+        other = y_up[name]
+        np.testing.assert_array_equal(other["blender_vertex"], part["blender_vertex"])
+        for field in ("positions", "normals"):
+            back = other[field][..., [0, 2, 1]] * np.array(
+                [1, -1, 1], np.float32
+            )  # glTF (x, z, -y) -> Blender
+            np.testing.assert_array_equal(back, part[field])
 
 
 def test_texel_uv_path_equals_texel_index_path(readback):

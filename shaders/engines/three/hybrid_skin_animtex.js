@@ -202,8 +202,11 @@ export class AnimtexBake {
  * animtexTexture / animtexTime. `itemFromUv`: find each vertex's texels through the attribute animtexUv
  * (the sidecar's texel UV after a glTF round trip, v = 1 - Blender's v) instead of animtexIndex (the
  * texel index attribute). VERTEX only; bone kinds read animtexBoneIndices / animtexBoneWeights.
+ * `yUp`: the geometry is in glTF's Y-up axes (Blender's glTF exporter with its default "+Y Up"); the
+ * textures are in the baked mesh's own (Blender, Z-up) axes, so rest data is turned into those before
+ * decoding and the results back: Blender (x, y, z) is glTF (x, z, -y).
  */
-export function animtexVertexChunk(bake, { itemFromUv = false } = {}) {
+export function animtexVertexChunk(bake, { itemFromUv = false, yUp = false } = {}) {
   let inputs, body;
   if (bake.bones) {
     inputs = 'attribute vec4 animtexBoneIndices;\nattribute vec4 animtexBoneWeights;';
@@ -211,7 +214,7 @@ export function animtexVertexChunk(bake, { itemFromUv = false } = {}) {
   AnimtexBoneInfo info = animtex_bone_info(animtexTexture);
   animtex_bone_skin_crossfade(animtexTexture, info, clip_a, sample_a, clip_b, sample_b, weight,
                               ivec4(animtexBoneIndices + 0.5), animtexBoneWeights, animtexPlay.w,
-                              rest_position, rest_normal, position, normal);`;
+                              rest, rest_n, position, normal);`;
   } else {
     inputs = itemFromUv ? 'attribute vec2 animtexUv;' : 'attribute float animtexIndex;';
     const item = itemFromUv
@@ -220,8 +223,12 @@ export function animtexVertexChunk(bake, { itemFromUv = false } = {}) {
     body = `
   AnimtexVertexInfo info = animtex_vertex_info(animtexTexture);
   animtex_vertex_crossfade(animtexTexture, info, clip_a, sample_a, clip_b, sample_b, weight, ${item},
-                           rest_position, position, normal);`;
+                           rest, position, normal);`;
   }
+  const [toBake, fromBake] = yUp
+    ? ['vec3 rest = vec3(rest_position.x, -rest_position.z, rest_position.y);\n  vec3 rest_n = vec3(rest_normal.x, -rest_normal.z, rest_normal.y);',
+      '\n  position = vec3(position.x, position.z, -position.y);\n  normal = vec3(normal.x, normal.z, -normal.y);']
+    : ['vec3 rest = rest_position;\n  vec3 rest_n = rest_normal;', ''];
   return `
 uniform sampler2D animtexTexture;
 uniform float animtexTime;
@@ -232,6 +239,7 @@ ${inputs}
 ${bake.glsl}
 void animtex_decode(vec3 rest_position, vec3 rest_normal, out vec3 position, out vec3 normal)
 {
+  ${toBake}
   AnimtexClip clip_a = animtex_clip(animtexTexture, int(animtexPlay.x + 0.5));
   float sample_a = animtex_sample_at_time(clip_a, animtexTime * animtexPlay.z + animtexPlay.y);
   AnimtexClip clip_b = clip_a;
@@ -242,7 +250,7 @@ void animtex_decode(vec3 rest_position, vec3 rest_normal, out vec3 position, out
     sample_b = animtex_sample_at_time(clip_b, animtexTime * animtexFade.z + animtexFade.y);
     float since = animtexTime - animtexFadeTime.x;
     weight = animtexFadeTime.y > 0.0 ? clamp(since / animtexFadeTime.y, 0.0, 1.0) : step(0.0, since);
-  }${body}
+  }${body}${fromBake}
 }
 `;
 }
@@ -268,7 +276,7 @@ export function patchMaterial(material, bake, uniforms, chunkOptions = {}) {
       .replace('#include <beginnormal_vertex>', '#include <beginnormal_vertex>\n\tobjectNormal = animtexNormal;')
       .replace('#include <begin_vertex>', '#include <begin_vertex>\n\ttransformed = animtexPosition;');
   };
-  const key = `hybrid_skin_animtex:${bake.kind}:${chunkOptions.itemFromUv ? 'uv' : 'index'}`;
+  const key = `hybrid_skin_animtex:${bake.kind}:${chunkOptions.itemFromUv ? 'uv' : 'index'}:${chunkOptions.yUp ? 'y' : 'z'}`;
   const previousKey = material.customProgramCacheKey.bind(material);
   material.customProgramCacheKey = () => `${previousKey()}|${key}`;
   material.needsUpdate = true;
@@ -283,7 +291,8 @@ const _matrix = new Matrix4();
  * attributes. `parts`: [{ geometry, material, matrix }] - geometry with the rest `position`, `normal`
  * and the sidecar's mesh attributes; `matrix` the part's object matrix in the character (default
  * identity). Options: `itemFromUv` - the name of the geometry's UV attribute holding the sidecar's
- * texel UV (e.g. 'uv' or 'uv1' from glTF) to use instead of the texel index attribute; `castShadow`.
+ * texel UV (e.g. 'uv' or 'uv1' from glTF) to use instead of the texel index attribute; `yUp` (see
+ * animtexVertexChunk: true for glTF exported with Blender's default +Y Up); `castShadow`.
  * Each part's material is cloned and patched (see patchMaterial).
  */
 export class AnimtexCrowd extends Group {
@@ -321,7 +330,7 @@ export class AnimtexCrowd extends Group {
     g.setAttribute('animtexPlay', this.play);
     g.setAttribute('animtexFade', this.fade);
     g.setAttribute('animtexFadeTime', this.fadeTime);
-    const chunk = { itemFromUv: !!options.itemFromUv };
+    const chunk = { itemFromUv: !!options.itemFromUv, yUp: !!options.yUp };
     this.chunkOptions = chunk;
     const mesh = new InstancedMesh(g, patchMaterial(material.clone(), this.bake, this.uniforms, chunk), this.count);
     mesh.frustumCulled = false; // the rest pose's bounds do not hold the animation

@@ -110,7 +110,7 @@ async function readback(job) {
   const results = [];
   for (const spec of job.characters) {
     const { bake, parts } = await character(spec);
-    const crowd = new AnimtexCrowd(bake, parts, spec.instances.length, { itemFromUv: spec.itemFromUv ?? null });
+    const crowd = new AnimtexCrowd(bake, parts, spec.instances.length, { itemFromUv: spec.itemFromUv ?? null, yUp: !!spec.yUp });
     play(crowd, spec.instances);
     crowd.update(spec.time);
     crowd.parts.forEach((mesh, k) => { mesh.name = parts[k].name; });
