@@ -96,3 +96,25 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV) .venv-*/
+
+# ---------------------------------------------------------------------------------------- engines
+# make test-engines: the engine runtimes and shader ports (tests/engines; not part of `make test`): the
+# three.js runtime in headless Chromium against Blender, the HLSL ports compiled by glslang + spirv-cross
+# and the Godot port, run in the browser against numpy. Needs chromium, node + npm, glslangValidator and
+# spirv-cross on PATH (.ci/run installs them); three.js comes pinned from tests/engines/package-lock.json.
+ENGINES_DIR := tests/engines
+ENGINES_STAMP := $(ENGINES_DIR)/node_modules/.installed
+
+.PHONY: test-engines
+
+$(ENGINES_STAMP): $(ENGINES_DIR)/package.json $(ENGINES_DIR)/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null \
+		|| { echo "error: node and npm are needed for make test-engines (install Node.js 18 or newer)" >&2; exit 1; }
+	npm ci --prefix $(ENGINES_DIR) --ignore-scripts --no-audit --no-fund
+	touch $@
+
+test-engines: $(VENV_STAMP) build $(ENGINES_STAMP)
+	@for tool in chromium glslangValidator spirv-cross; do command -v $$tool >/dev/null \
+		|| { echo "error: $$tool not found (apt-get install chromium glslang-tools spirv-cross)" >&2; exit 1; }; done
+	HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" $(VENV_PYTHON) -m pytest $(ENGINES_DIR) \
+		|| { rc=$$?; [ $$rc -ne 5 ] || echo "error: pytest collected no engine tests" >&2; exit $$rc; }

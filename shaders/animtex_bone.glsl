@@ -2,8 +2,10 @@
  *
  * Prepend animtex_vertex.glsl (shared readers, frame rows, item texels) and dual_quaternion_lib.glsl
  * (dq_to_rows). Numpy reference:
- *   animtex_bone_at     <-> decode.decode_bone_frames     (one bone at one fractional sample)
- *   animtex_skin_rows   <-> decode.skin_with_bone_frames  (hybrid of LBS and DQS by the deform factor)
+ *   animtex_bone_at             <-> decode.decode_bone_frames     (one bone at one fractional sample)
+ *   animtex_skin_rows           <-> decode.skin_with_bone_frames  (hybrid of LBS and DQS by the deform factor)
+ *   animtex_bone_blend          <-> crossfade.blend_bone_frames   (two clips' bones by a weight)
+ *   animtex_bone_skin_crossfade <-> crossfade.crossfade_bone_frames + decode.skin_with_bone_frames
  *
  * Texels per bone and frame: BONE_MATRIX 3, row r = (A[r][0], A[r][1], A[r][2], u[r]); BONE_DQ 2,
  * (rotation w, x, y, z) and (u.x, u.y, u.z, uniform scale s). u is where the bone's pivot c goes, so
@@ -157,11 +159,64 @@ AnimtexBone animtex_bone_at(sampler2D tex, AnimtexBoneInfo info, int bone, int r
   return b;
 }
 
-/* Per-vertex hybrid matrix M = (1 - f) LBS + f DQS for up to four influences in stored order.
- * Scaled bones fold (s - 1)(p - c) into their dual part at the vertex, Blender's Preserve Volume way;
- * an influence is negated when its real part points away from the running sum (Blender's sign rule). */
-void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, float alpha, ivec4 bone_ids,
-                       vec4 bone_weights, float hybrid_factor, vec3 p, out vec4 m0, out vec4 m1, out vec4 m2)
+/* Bone a blended towards bone b by weight (core/animtex/crossfade.py blend_bone_frames): BONE_MATRIX
+ * lerps the matrix rows and derives the rigid part as animtex_bone_at does; BONE_DQ blends the unit
+ * dual quaternions along the shortest arc (b negated when its rotation points away from a's), makes
+ * the sum unit again and lerps the uniform scale, so a transition stays rigid and keeps volume.
+ * Weight <= 0 returns a and >= 1 returns b unchanged. */
+AnimtexBone animtex_bone_blend(AnimtexBoneInfo info, AnimtexBone a, AnimtexBone b, float weight)
+{
+  if (weight <= 0.0) {
+    return a;
+  }
+  if (weight >= 1.0) {
+    return b;
+  }
+  AnimtexBone o;
+  o.pivot = a.pivot;
+  vec3 r0, r1, r2, moved;
+  if (info.kind == 1) {
+    o.m0 = a.m0 + weight * (b.m0 - a.m0);
+    o.m1 = a.m1 + weight * (b.m1 - a.m1);
+    o.m2 = a.m2 + weight * (b.m2 - a.m2);
+    vec3 a0 = o.m0.xyz, a1 = o.m1.xyz, a2 = o.m2.xyz;
+    moved = vec3(o.m0.w + dot(a0, o.pivot), o.m1.w + dot(a1, o.pivot), o.m2.w + dot(a2, o.pivot));
+    o.real = animtex_quat_from_rows(a0, a1, a2);
+    o.scale = (length(vec3(a0.x, a1.x, a2.x)) + length(vec3(a0.y, a1.y, a2.y)) +
+               length(vec3(a0.z, a1.z, a2.z))) / 3.0;
+    animtex_quat_rows(o.real, r0, r1, r2);
+    vec3 rigid_t = moved - vec3(dot(r0, o.pivot), dot(r1, o.pivot), dot(r2, o.pivot));
+    o.dual = 0.5 * animtex_quat_multiply(vec4(0.0, rigid_t), o.real);
+    return o;
+  }
+  float wb = dot(a.real, b.real) < 0.0 ? -weight : weight;
+  float wa = 1.0 - weight;
+  vec4 real = wa * a.real + wb * b.real;
+  vec4 dual = wa * a.dual + wb * b.dual;
+  float len = length(real);
+  o.real = real / len;
+  dual /= len;
+  o.dual = dual - o.real * dot(o.real, dual); /* unit: real . dual = 0 */
+  o.scale = a.scale + weight * (b.scale - a.scale);
+  vec3 rigid_t = 2.0 * animtex_quat_multiply(o.dual, vec4(o.real.x, -o.real.yzw)).yzw;
+  animtex_quat_rows(o.real, r0, r1, r2);
+  moved = rigid_t + vec3(dot(r0, o.pivot), dot(r1, o.pivot), dot(r2, o.pivot));
+  vec3 a0 = o.scale * r0, a1 = o.scale * r1, a2 = o.scale * r2;
+  o.m0 = vec4(a0, moved.x - dot(a0, o.pivot));
+  o.m1 = vec4(a1, moved.y - dot(a1, o.pivot));
+  o.m2 = vec4(a2, moved.z - dot(a2, o.pivot));
+  return o;
+}
+
+/* Per-vertex hybrid matrix M = (1 - f) LBS + f DQS for up to four influences in stored order, of the
+ * bones at frame rows (a_row0, a_row1, a_alpha) blended towards those at (b_row*, b_alpha) by weight
+ * (weight 0: the b rows are never read). Scaled bones fold (s - 1)(p - c) into their dual part at the
+ * vertex, Blender's Preserve Volume way; an influence is negated when its real part points away from
+ * the running sum (Blender's sign rule). */
+void animtex_skin_rows_crossfade(sampler2D tex, AnimtexBoneInfo info, int a_row0, int a_row1, float a_alpha,
+                                 int b_row0, int b_row1, float b_alpha, float weight, ivec4 bone_ids,
+                                 vec4 bone_weights, float hybrid_factor, vec3 p, out vec4 m0, out vec4 m1,
+                                 out vec4 m2)
 {
   vec4 l0 = vec4(0.0), l1 = vec4(0.0), l2 = vec4(0.0);
   vec4 real = vec4(0.0), dual = vec4(0.0);
@@ -170,7 +225,10 @@ void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, 
     if (w == 0.0) {
       continue;
     }
-    AnimtexBone b = animtex_bone_at(tex, info, bone_ids[k], row0, row1, alpha);
+    AnimtexBone b = animtex_bone_at(tex, info, bone_ids[k], a_row0, a_row1, a_alpha);
+    if (weight > 0.0) {
+      b = animtex_bone_blend(info, b, animtex_bone_at(tex, info, bone_ids[k], b_row0, b_row1, b_alpha), weight);
+    }
     l0 += w * b.m0;
     l1 += w * b.m1;
     l2 += w * b.m2;
@@ -187,6 +245,14 @@ void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, 
   m2 = g * l2 + hybrid_factor * q2;
 }
 
+/* The hybrid matrix of one clip's bones (animtex_skin_rows_crossfade with weight 0). */
+void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, float alpha, ivec4 bone_ids,
+                       vec4 bone_weights, float hybrid_factor, vec3 p, out vec4 m0, out vec4 m1, out vec4 m2)
+{
+  animtex_skin_rows_crossfade(tex, info, row0, row1, alpha, row0, row1, alpha, 0.0, bone_ids, bone_weights,
+                              hybrid_factor, p, m0, m1, m2);
+}
+
 /* Skinned position and unit normal of rest point p / normal n at `clip_sample` of `clip`. hybrid_factor
  * is the runtime deform factor (0 = LBS, 1 = DQS): a uniform, or animtex_default_deform_factor(tex).
  * Parameters and locals never take the name of a uniform, push constant or vertex input: Blender's Vulkan
@@ -200,6 +266,26 @@ void animtex_bone_skin(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip, fl
   animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
   vec4 m0, m1, m2;
   animtex_skin_rows(tex, info, row0, row1, alpha, bone_ids, bone_weights, hybrid_factor, p, m0, m1, m2);
+  vec4 p1 = vec4(p, 1.0);
+  position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));
+  vec3 c = vec3(dot(cross(m1.xyz, m2.xyz), n), dot(cross(m2.xyz, m0.xyz), n), dot(cross(m0.xyz, m1.xyz), n));
+  float len = length(c);
+  normal = len > 0.0 ? c / len : vec3(0.0);
+}
+
+/* Cross-fade (core/animtex/crossfade.py): the bones of clip a at sample_a blended towards clip b at
+ * sample_b by weight (animtex_bone_blend), then skinned with the runtime deform factor. */
+void animtex_bone_skin_crossfade(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip_a, float sample_a,
+                                 AnimtexClip clip_b, float sample_b, float weight, ivec4 bone_ids, vec4 bone_weights,
+                                 float hybrid_factor, vec3 p, vec3 n, out vec3 position, out vec3 normal)
+{
+  int a0, a1, b0, b1;
+  float a_alpha, b_alpha;
+  animtex_frame_rows(clip_a, info.rows_per_frame, sample_a, a0, a1, a_alpha);
+  animtex_frame_rows(clip_b, info.rows_per_frame, sample_b, b0, b1, b_alpha);
+  vec4 m0, m1, m2;
+  animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bone_ids, bone_weights,
+                              hybrid_factor, p, m0, m1, m2);
   vec4 p1 = vec4(p, 1.0);
   position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));
   vec3 c = vec3(dot(cross(m1.xyz, m2.xyz), n), dot(cross(m2.xyz, m0.xyz), n), dot(cross(m0.xyz, m1.xyz), n));

@@ -138,3 +138,41 @@ void animtex_vertex_sample(sampler2D tex, AnimtexVertexInfo info, AnimtexClip cl
   float len = length(n);
   normal = len > 0.0 ? n / len : vec3(0.0);
 }
+
+/* Item (vertex) index from the mesh's texel UV map (sidecar mesh_attributes.texel_uv), for engines
+ * whose importers keep UV channels but drop integer attributes. The UV is Blender's, v from the bottom:
+ * u = (first column + 0.5) / width, v = (row inside the frame band + 0.5) / height (TextureLayout.item_uv).
+ * Importers that flip v (glTF, Unreal) must pass (u, 1 - v). */
+int animtex_item_from_uv(sampler2D tex, vec2 uv, int texels_per_item, int items_per_row)
+{
+  ivec2 size = textureSize(tex, 0);
+  int column = int(floor(uv.x * float(size.x)));
+  int row = int(floor(uv.y * float(size.y)));
+  return row * items_per_row + column / texels_per_item;
+}
+
+/* Cross-fade (core/animtex/crossfade.py): clip a at sample_a blended towards clip b at sample_b by
+ * weight; positions lerp, normals lerp and renormalise. Weight <= 0 is clip a exactly, >= 1 clip b. */
+void animtex_vertex_crossfade(sampler2D tex, AnimtexVertexInfo info, AnimtexClip clip_a, float sample_a,
+                              AnimtexClip clip_b, float sample_b, float weight, int vertex_index,
+                              vec3 rest_position, out vec3 position, out vec3 normal)
+{
+  vec3 pa, na;
+  animtex_vertex_sample(tex, info, clip_a, vertex_index, sample_a, rest_position, pa, na);
+  if (weight <= 0.0) {
+    position = pa;
+    normal = na;
+    return;
+  }
+  vec3 pb, nb;
+  animtex_vertex_sample(tex, info, clip_b, vertex_index, sample_b, rest_position, pb, nb);
+  if (weight >= 1.0) {
+    position = pb;
+    normal = nb;
+    return;
+  }
+  position = pa + weight * (pb - pa);
+  vec3 n = na + weight * (nb - na);
+  float len = length(n);
+  normal = len > 0.0 ? n / len : vec3(0.0);
+}

@@ -151,11 +151,3 @@ def gpu_context(expected_gpu_backend: str) -> ModuleType:
             f"({gpu.platform.renderer_get()}); Blender falls back silently when a backend cannot start"
         )
     return gpu
-
-
-@pytest.fixture(autouse=True)
-def gpu_backend_checked(request: pytest.FixtureRequest) -> None:
-    """Every test marked ``gpu`` runs only after ``gpu_context`` has asserted the backend (even one that
-    draws through an operator and never asks for the fixture itself)."""
-    if request.node.get_closest_marker("gpu") is not None:
-        request.getfixturevalue("gpu_context")

@@ -1,0 +1,161 @@
+"""Write the engine files of shaders/engines/ from their single sources (run after editing those).
+
+    .venv/bin/python tests/engines/make_ports.py          # rewrite the generated files
+    .venv/bin/python tests/engines/make_ports.py --check  # exit 1 if any is stale (the tests do this)
+
+* Unity (``unity/HybridSkinAnimtex.hlsl``) and Unreal (``unreal/HybridSkinAnimtex.ush``): the HLSL port
+  ``hlsl/hybrid_skin_animtex.hlsl`` plus each engine's entry points (below), one self-contained file
+  each, since neither engine resolves includes relative to a Custom Function / Custom node file the same
+  way.
+* Godot (``godot/hybrid_skin_animtex.gdshaderinc``): ``shaders/animtex_vertex.glsl`` +
+  ``shaders/dual_quaternion_lib.glsl`` + ``shaders/animtex_bone.glsl`` translated mechanically: Godot's
+  shading language takes these GLSL ES 3 functions as they are, except that its textures put row 0 at
+  the top of the imported image, so every ``texelFetch`` goes through ``animtex_texel``, which flips the row.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+SHADERS = Path(__file__).resolve().parents[2] / "shaders"
+ENGINES = SHADERS / "engines"
+HLSL_CORE = ENGINES / "hlsl" / "hybrid_skin_animtex.hlsl"
+
+UNITY_ENTRY_POINTS = """
+/* ---------------------------------------------------------------- Unity Shader Graph entry points
+ * Custom Function node, Type File, Source this file, Name HybridSkinAnimtexVertex or
+ * HybridSkinAnimtexBones (precision Float). Times are seconds since each clip started (multiply by the
+ * instance's speed and add its offset before); Weight cross-fades clip A (0) to clip B (1). Positions
+ * and normals are in the baked mesh's space (Blender's axes and units): see README.md. */
+void HybridSkinAnimtexVertex_float(UnityTexture2D Animtex, float2 TexelUV, float3 RestPosition, float ClipA,
+                                   float TimeA, float ClipB, float TimeB, float Weight, out float3 Position,
+                                   out float3 Normal)
+{
+  AnimtexVertexInfo info = animtex_vertex_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  int item = animtex_item_from_uv(Animtex.tex, TexelUV, 2, info.items_per_row);
+  animtex_vertex_crossfade(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
+                           animtex_sample_at_time(b, TimeB), Weight, item, RestPosition, Position, Normal);
+}
+
+void HybridSkinAnimtexBones_float(UnityTexture2D Animtex, float4 BoneIndices, float4 BoneWeights,
+                                  float3 RestPosition, float3 RestNormal, float ClipA, float TimeA,
+                                  float ClipB, float TimeB, float Weight, float DeformFactor,
+                                  out float3 Position, out float3 Normal)
+{
+  AnimtexBoneInfo info = animtex_bone_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  animtex_bone_skin_crossfade(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
+                              animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5), BoneWeights,
+                              DeformFactor, RestPosition, RestNormal, Position, Normal);
+}
+"""
+
+UNREAL_ENTRY_POINTS = """
+/* --------------------------------------------------------------------- Unreal Custom node entry points
+ * Put this file in a shader folder your project maps (e.g. a plugin's Shaders/, virtual path
+ * /Plugin/<Name>/), add it to the Custom node's Include File Paths and call e.g.
+ *   float3 n;
+ *   return HybridSkinAnimtexVertex(Animtex, TexelUV, RestPosition, ClipA, TimeA, ClipB, TimeB, Weight, n);
+ * with Animtex a Texture Object input. Unreal imports images top row first and flips V on import, which
+ * ANIMTEX_FLIP_Y (above) and the 1 - v below undo. Results are in the baked mesh's space (Blender's axes
+ * and units): see README.md. */
+float3 HybridSkinAnimtexVertex(Texture2D Animtex, float2 TexelUV, float3 RestPosition, float ClipA,
+                               float TimeA, float ClipB, float TimeB, float Weight, out float3 Normal)
+{
+  AnimtexVertexInfo info = animtex_vertex_info(Animtex);
+  AnimtexClip a = animtex_clip(Animtex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex, int(ClipB + 0.5));
+  int item = animtex_item_from_uv(Animtex, float2(TexelUV.x, 1.0 - TexelUV.y), 2, info.items_per_row);
+  float3 position;
+  animtex_vertex_crossfade(Animtex, info, a, animtex_sample_at_time(a, TimeA), b,
+                           animtex_sample_at_time(b, TimeB), Weight, item, RestPosition, position, Normal);
+  return position;
+}
+
+float3 HybridSkinAnimtexBones(Texture2D Animtex, float4 BoneIndices, float4 BoneWeights,
+                              float3 RestPosition, float3 RestNormal, float ClipA, float TimeA, float ClipB,
+                              float TimeB, float Weight, float DeformFactor, out float3 Normal)
+{
+  AnimtexBoneInfo info = animtex_bone_info(Animtex);
+  AnimtexClip a = animtex_clip(Animtex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex, int(ClipB + 0.5));
+  float3 position;
+  animtex_bone_skin_crossfade(Animtex, info, a, animtex_sample_at_time(a, TimeA), b,
+                              animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5), BoneWeights,
+                              DeformFactor, RestPosition, RestNormal, position, Normal);
+  return position;
+}
+"""
+
+GODOT_TEXEL = """
+/* texelFetch in the format's row convention: Godot's textures put row 0 at the top of the image as
+ * imported, the format at the bottom (Blender's and OpenGL's), so rows are flipped here. */
+vec4 animtex_texel(sampler2D tex, ivec2 p)
+{
+  return texelFetch(tex, ivec2(p.x, textureSize(tex, 0).y - 1 - p.y), 0);
+}
+"""
+
+
+def _banner(comment: str, sources: list[Path]) -> str:
+    names = ", ".join(p.relative_to(SHADERS.parent).as_posix() for p in sources)
+    return f"{comment} Generated by tests/engines/make_ports.py from {names}: edit those, not this file.\n"
+
+
+def unity() -> str:
+    return _banner("//", [HLSL_CORE]) + HLSL_CORE.read_text(encoding="utf-8") + UNITY_ENTRY_POINTS
+
+
+def unreal() -> str:
+    return (
+        _banner("//", [HLSL_CORE])
+        + "#pragma once\n#define ANIMTEX_FLIP_Y 1\n\n"
+        + HLSL_CORE.read_text(encoding="utf-8")
+        + UNREAL_ENTRY_POINTS
+    )
+
+
+def godot() -> str:
+    names = ("animtex_vertex.glsl", "dual_quaternion_lib.glsl", "animtex_bone.glsl")
+    sources = [SHADERS / name for name in names]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sources)
+    fetch = re.compile(r"texelFetch\((\w+), (.+?), 0\)")
+    text, count = fetch.subn(r"animtex_texel(\1, \2)", text)
+    if count == 0 or "texelFetch(" in text:
+        raise SystemExit("make_ports.py: the GLSL's texelFetch calls no longer have the expected form")
+    # animtex_texel must come before its first use: after the file's leading comment block.
+    head_end = text.index("*/") + 2
+    return _banner("//", sources) + text[:head_end] + "\n" + GODOT_TEXEL + text[head_end:]
+
+
+OUTPUTS = {
+    ENGINES / "unity" / "HybridSkinAnimtex.hlsl": unity,
+    ENGINES / "unreal" / "HybridSkinAnimtex.ush": unreal,
+    ENGINES / "godot" / "hybrid_skin_animtex.gdshaderinc": godot,
+}
+
+
+def stale() -> list[Path]:
+    return [p for p, make in OUTPUTS.items() if not p.is_file() or p.read_text(encoding="utf-8") != make()]
+
+
+def main(argv: list[str]) -> int:
+    if "--check" in argv:
+        old = stale()
+        for path in old:
+            print(f"{path} is stale: run tests/engines/make_ports.py", file=sys.stderr)
+        return 1 if old else 0
+    for path, make in OUTPUTS.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(make(), encoding="utf-8")
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

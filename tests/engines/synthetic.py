@@ -1,0 +1,81 @@
+"""A synthetic rig encoded with the core encoders (numpy only): what the port tests decode.
+
+Bones swing about their heads with some uniform scale; vertices have four influences each; three clips (a
+loop, a clamp, a one-frame pose). VERTEX textures store an LBS pose per frame of the same rig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hybrid_skin.core import animtex as source_animtex
+
+VERTICES, BONES = 300, 7
+#: (name, frame_start, frame_end, loop)
+CLIPS = (("walk", 1, 13, True), ("run", 1, 9, False), ("pose", 1, 1, False))
+#: (clip a, sample a, clip b, sample b, weight, deform factor): loops wrapping, clamps holding, weights
+#: strictly between and exactly at the ends.
+CASES = (
+    (0, 3.25, 1, 0.5, 0.5, 0.5),
+    (0, 11.75, 1, 7.9, 0.2, 0.0),
+    (1, 9.5, 2, 0.0, 0.85, 1.0),
+    (2, 0.0, 0, 5.5, 0.6, 0.3),
+    (1, 4.5, 0, 2.0, 0.0, 0.5),
+    (0, 7.25, 2, 0.0, 1.0, 0.7),
+)
+
+
+@dataclass(frozen=True)
+class Scene:
+    texture: object  # the core's AnimationTexture
+    rest: np.ndarray  # (N, 3) float32
+    normals: np.ndarray  # (N, 3) float32 unit
+    bones: np.ndarray  # (N, 4) int32
+    weights: np.ndarray  # (N, 4) float32, rows sum to 1
+
+
+def _axis_angle(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    k = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+    kx = np.zeros(k.shape[:-1] + (3, 3))
+    kx[..., 0, 1], kx[..., 0, 2], kx[..., 1, 2] = -k[..., 2], k[..., 1], -k[..., 0]
+    kx = kx - np.swapaxes(kx, -1, -2)
+    s, c = np.sin(angle)[..., None, None], np.cos(angle)[..., None, None]
+    return np.eye(3) + s * kx + (1 - c) * kx @ kx
+
+
+def scene(kind: str, precision: str, at=source_animtex) -> Scene:
+    """The rig encoded as ``kind``/``precision`` by ``at`` (the core's ``animtex`` package: the source
+    tree's by default; GPU tests pass the installed add-on's, whose types the decoders check)."""
+    clips = [at.Clip(name, start, end, loop=loop) for name, start, end, loop in CLIPS]
+    rng = np.random.default_rng(4)
+    heads = rng.normal(size=(BONES, 3))
+    rest = rng.normal(size=(VERTICES, 3)).astype(np.float32)
+    normals = rng.normal(size=(VERTICES, 3))
+    normals = (normals / np.linalg.norm(normals, axis=1, keepdims=True)).astype(np.float32)
+    bones = np.stack([rng.choice(BONES, 4, replace=False) for _ in range(VERTICES)]).astype(np.int32)
+    weights = rng.random((VERTICES, 4)) ** 2
+    weights = (weights / weights.sum(1, keepdims=True)).astype(np.float32)
+    matrices, positions, skinned_normals = [], [], []
+    for clip in clips:
+        f = np.arange(clip.frame_count)[:, None]
+        angle = 2 * np.pi * f / 12 * rng.uniform(0.5, 1.5, BONES) + rng.uniform(-3, 3, BONES)
+        rot = _axis_angle(np.broadcast_to(rng.normal(size=(BONES, 3)), (len(f), BONES, 3)), angle)
+        rot *= rng.uniform(0.9, 1.15, (len(f), BONES, 1, 1))
+        moved = heads + 0.1 * np.sin(f[..., None] + np.arange(3))
+        m = np.zeros((len(f), BONES, 4, 4))
+        m[..., :3, :3], m[..., 3, 3] = rot, 1.0
+        m[..., :3, 3] = moved - np.einsum("fbij,bj->fbi", rot, heads)
+        matrices.append(m)
+        lbs = np.einsum("nk,fnkij->fnij", weights, m[:, bones])
+        positions.append(np.einsum("fnij,nj->fni", lbs[..., :3, :3], rest) + lbs[..., :3, 3])
+        n = np.einsum("fnij,nj->fni", lbs[..., :3, :3], normals)
+        skinned_normals.append(n / np.linalg.norm(n, axis=-1, keepdims=True))
+    p = at.Precision(precision)
+    if kind == "VERTEX":
+        tex = at.encode_vertex_animation(rest, positions, skinned_normals, clips, precision=p)
+    else:
+        encode = at.encode_bone_dq_animation if kind == "BONE_DQ" else at.encode_bone_matrix_animation
+        tex = encode(matrices, clips, [f"b{i}" for i in range(BONES)], bone_pivots=heads, precision=p)
+    return Scene(tex, rest, normals, bones, weights)
