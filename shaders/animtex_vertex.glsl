@@ -155,17 +155,17 @@ int animtex_item_from_uv(sampler2D tex, vec2 uv, int texels_per_item, int items_
  * weight; positions lerp, normals lerp and renormalise. Weight <= 0 is clip a exactly, >= 1 clip b. */
 void animtex_vertex_crossfade(sampler2D tex, AnimtexVertexInfo info, AnimtexClip clip_a, float sample_a,
                               AnimtexClip clip_b, float sample_b, float weight, int vertex_index,
-                              vec3 rest_position, out vec3 position, out vec3 normal)
+                              vec3 rest_point, out vec3 position, out vec3 normal)
 {
   vec3 pa, na;
-  animtex_vertex_sample(tex, info, clip_a, vertex_index, sample_a, rest_position, pa, na);
+  animtex_vertex_sample(tex, info, clip_a, vertex_index, sample_a, rest_point, pa, na);
   if (weight <= 0.0) {
     position = pa;
     normal = na;
     return;
   }
   vec3 pb, nb;
-  animtex_vertex_sample(tex, info, clip_b, vertex_index, sample_b, rest_position, pb, nb);
+  animtex_vertex_sample(tex, info, clip_b, vertex_index, sample_b, rest_point, pb, nb);
   if (weight >= 1.0) {
     position = pb;
     normal = nb;
