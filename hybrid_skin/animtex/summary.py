@@ -1,8 +1,9 @@
 """The last animation texture bake's summary, stored on the baked object for the panels and the crowd.
 
-A small JSON text in a hidden ID property: kind, precision, size, where the files went, the overall
-error and where the time went. Written after a successful bake; read by the panels
-(:mod:`.panels`) and the crowd preview (:mod:`.crowd`), which finds the sidecar through it.
+A small JSON text in a hidden ID property: kind, precision, size, where the files went (relative to
+the .blend when it is saved), the overall error and where the time went. Written after a successful
+bake; read by the panels (:mod:`.panels`) and the crowd preview (:mod:`.crowd`), which finds the
+sidecar through it.
 """
 
 from __future__ import annotations
@@ -41,10 +42,33 @@ def summary(result: BakeResult) -> dict:
     }
 
 
+#: Summary entries that are file paths: stored relative to the saved .blend (``//...``) so that a project
+#: folder can move (or be opened on another machine) and the panels and crowd preview still find the files.
+PATH_KEYS = ("image", "json")
+
+
 def store_summary(obj: bpy.types.Object, result: BakeResult) -> None:
-    obj[SUMMARY_PROPERTY] = json.dumps(summary(result))
+    info = summary(result)
+    if bpy.data.filepath:
+        for key in PATH_KEYS:
+            info[key] = _relative(info[key])
+    obj[SUMMARY_PROPERTY] = json.dumps(info)
+
+
+def _relative(path: str) -> str:
+    try:
+        return bpy.path.relpath(path)
+    except ValueError:  # another drive (Windows): no relative path exists
+        return path
 
 
 def last_summary(obj: bpy.types.Object | None) -> dict | None:
+    """The stored summary with its file paths absolute again (resolved against the .blend's folder)."""
     text = obj.get(SUMMARY_PROPERTY) if obj is not None else None
-    return json.loads(text) if isinstance(text, str) else None
+    if not isinstance(text, str):
+        return None
+    info = json.loads(text)
+    for key in PATH_KEYS:
+        if isinstance(info.get(key), str):
+            info[key] = bpy.path.abspath(info[key])
+    return info

@@ -1,25 +1,42 @@
-"""``python -m hybrid_skin demo``: hybrid skinning of a real rigged glTF against Blender's own result.
+"""``python -m hybrid_skin demo``: what Hybrid Skin is for, on a real rig, in a folder you can open.
 
-Imports the asset with Blender's bundled glTF importer, plays an action, and for every mesh deformed
-by an Armature modifier compares :func:`hybrid_skin.api.deformed_positions` at f = 0, 0.5, 1 with
-Blender's LBS, Preserve Volume and two-modifier mix (:mod:`hybrid_skin.native`). Steps are separate
-functions so later ones (render comparison, texture bakes) slot in after :func:`compare`.
+``make demo`` runs it on RobotExpressive (CC0, shipped in ``assets/``). One progress line per step:
+
+1. import the rig with Blender's bundled glTF importer;
+2. add Hybrid Skin to every mesh an Armature modifier deforms (the operator a user clicks);
+3. compare with Blender's own deformation (Armature modifier LBS, Preserve Volume, and their mix) at
+   f = 0, 0.5 and 1 over several frames — printed as one line;
+4. twist the joint that shows it best on top of the first clip's pose and render LBS | hybrid | Auto | DQS
+   to ``comparison.png``;
+5. bake an animation texture set (bone dual quaternions, PNG16 + JSON) from several actions, with the
+   decoded-vs-Blender error line;
+6. bake one action to shape keys (one keyed shape key per frame) on every mesh;
+7. save ``<asset>_demo.blend`` beside them: Hybrid Skin settings, baked keys, and the texture bake's
+   files referenced relative to it (the folder can move).
+
+Exit 0 on success; 1 with an ``error:`` line naming the step when one fails; 2 when the asset is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 DEFAULT_ASSET = "RobotExpressive.glb"
+DEFAULT_OUTPUT = Path("out") / "demo"
 FACTORS = (0.0, 0.5, 1.0)
-FRAME_COUNT = 4
-PREFERRED_ACTIONS = ("Walking", "Dance", "Running")
+COMPARE_FRAMES = 4
+#: Actions baked to the texture set when the file has them (RobotExpressive's); else its first four.
+TEXTURE_ACTIONS = ("Idle", "Walking", "Running", "Wave", "Dance")
+TEXTURE_ACTION_COUNT = 4
+#: The action baked to shape keys (a short one keeps the .blend small), else the shortest.
+SHAPE_KEY_ACTION = "Wave"
+STEPS = 7
 
 
 def default_asset() -> Path:
@@ -31,53 +48,80 @@ def default_asset() -> Path:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     default = f"$HYBRID_SKIN_ASSETS or <repo>/assets/{DEFAULT_ASSET}"
     parser.add_argument("--asset", type=Path, default=None, help=f"rigged .glb/.gltf (default: {default})")
-    preferred = ", ".join(PREFERRED_ACTIONS)
-    parser.add_argument("--action", default="",
-                        help=f"action to play (default: one of {preferred}, else the first)")
-    parser.add_argument("--frames", type=int, default=FRAME_COUNT,
-                        help="frames to compare, spread over the action")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
+                        help=f"folder for the pictures, textures and .blend (default: {DEFAULT_OUTPUT})")
 
 
-@dataclass
-class Comparison:
-    object_name: str
-    vertices: int
-    frame: int
-    relative_error: dict[float, float]  # deform factor → max |ours - Blender| / bbox diagonal
+class StepFailed(Exception):
+    """A step could not be done; the message is the sentence the user sees."""
 
 
-@dataclass
-class Timing:
-    object_name: str
-    vertices: int
-    bind_ms: float
-    ours_ms: list[float] = field(default_factory=list)
-    native_ms: list[float] = field(default_factory=list)
+class Progress:
+    """Prints ``[k/7] title ... detail (seconds)`` as each step ends."""
+
+    def __init__(self) -> None:
+        self.number = 0
+
+    def run(self, title: str, work: Callable[[], str]):
+        self.number += 1
+        print(f"[{self.number}/{STEPS}] {title} ...", end="", flush=True)
+        t0 = time.perf_counter()
+        try:
+            with quiet():
+                detail = work()
+        except StepFailed as err:
+            print(" failed")
+            raise StepFailed(f"{title}: {err}") from None
+        print(f" {detail} ({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
-# ------------------------------------------------------------------------------------------ scene
-def import_asset(path: Path) -> None:
-    """Empty scene, then Blender's glTF importer; its INFO log is kept out of the report unless it fails."""
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Keep Blender's console chatter (operator reports, importer and GPU driver logs, which C code writes
+    to the process's stdout and stderr) out of the progress lines; shown on stderr if the step fails."""
     import tempfile
 
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile(mode="w+") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            if failed:
+                log.seek(0)
+                chatter = log.read().strip()
+                if chatter:
+                    print(f"\n{chatter}", file=sys.stderr)
+
+
+def _operator_message(err: RuntimeError) -> str:
+    """The report of a Blender operator that failed (bpy raises it as RuntimeError('Error: ...'))."""
+    return str(err).strip().removeprefix("Error: ").strip()
+
+
+# ------------------------------------------------------------------------------------------- scene
+def import_asset(path: Path) -> str:
+    """Empty scene, then Blender's glTF importer."""
     import bpy
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with tempfile.TemporaryFile(mode="w+") as log:
-        os.dup2(log.fileno(), 1)
-        try:
-            bpy.ops.import_scene.gltf(filepath=str(path))
-        except Exception:
-            os.dup2(saved, 1)
-            log.seek(0)
-            sys.stderr.write(log.read())
-            raise
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
+    try:
+        bpy.ops.import_scene.gltf(filepath=str(path))
+    except RuntimeError as err:
+        message = _operator_message(err)
+        raise StepFailed(f"Blender's glTF importer could not read {path.name}: {message}") from None
+    return f"{len(bpy.data.objects)} objects, {len(bpy.data.actions)} actions"
 
 
 def skinned_objects() -> list:
@@ -90,23 +134,22 @@ def skinned_objects() -> list:
     )
 
 
-def assign_action(armature, name: str = ""):
-    """Play ``name`` (or a preferred / the first action) on ``armature``; slotted actions in Blender ≥ 4.4."""
+def armature_of(objects) -> object:
+    arms = {m.object for o in objects for m in o.modifiers if m.type == "ARMATURE" and m.object}
+    if len(arms) != 1:
+        raise StepFailed(f"the demo needs one armature; this file has {len(arms)}")
+    return arms.pop()
+
+
+def _action_name(action, armature) -> str:
+    """The action's own name (Blender 4.2's glTF importer appended ``_<armature object>``)."""
+    return action.name.removesuffix(f"_{armature.name}")
+
+
+def play(armature, action, frame: float | None = None) -> None:
+    """Make ``action`` the armature's active action (its object slot in Blender ≥ 4.4), at ``frame``."""
     import bpy
 
-    from ..animtex.scene import compatible_actions
-
-    actions = compatible_actions(armature) or list(bpy.data.actions)
-    if not actions:
-        return None
-    by_name = {a.name: a for a in actions}
-    for a in actions:  # Blender 4.2's glTF importer names it "<animation>_<armature object>"
-        by_name.setdefault(a.name.removesuffix(f"_{armature.name}"), a)
-    wanted = [name] if name else [*PREFERRED_ACTIONS]
-    action = next((by_name[n] for n in wanted if n in by_name), None)
-    if action is None and name:
-        raise SystemExit(f"error: no action named '{name}'; the file has: {', '.join(sorted(by_name))}")
-    action = action or actions[0]
     data = armature.animation_data or armature.animation_data_create()
     data.action = action
     slots = getattr(action, "slots", None)
@@ -114,88 +157,197 @@ def assign_action(armature, name: str = ""):
         slot = next((s for s in slots if s.target_id_type == "OBJECT"), None)
         if slot is not None:
             data.action_slot = slot
-    return action
+    if frame is not None:
+        bpy.context.scene.frame_set(int(frame), subframe=float(frame) % 1.0)
 
 
-def frames_of(action, count: int) -> list[int]:
-    start, end = (1, 1) if action is None else (int(action.frame_range[0]), int(action.frame_range[1]))
+def frames_of(action, count: int) -> list[float]:
+    start, end = (float(f) for f in action.frame_range)
     if count <= 1 or end <= start:
         return [start]
-    return sorted({round(start + (end - start) * i / (count - 1)) for i in range(count)})
+    return [start + (end - start) * i / (count - 1) for i in range(count)]
 
 
-# ----------------------------------------------------------------------------------------- compare
-def _median_ms(fn, repeats: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+# ------------------------------------------------------------------------------------------- steps
+def add_hybrid_skin(objects) -> str:
+    import bpy
+
+    for obj in objects:
+        bpy.context.view_layer.objects.active = obj
+        obj.select_set(True)
+        try:
+            bpy.ops.hybrid_skin.add()
+        except RuntimeError as err:
+            raise StepFailed(f"'{obj.name}': {_operator_message(err)}") from None
+    vertices = sum(len(o.data.vertices) for o in objects)
+    factor = objects[0].hybrid_skin.deform_factor
+    return f"{len(objects)} meshes, {vertices:,} vertices, deform factor {factor:g}"
 
 
-def compare(objects, frames: list[int]) -> tuple[list[Comparison], list[Timing]]:
+def compare_with_blender(objects, armature, actions) -> str:
+    """The worst distance between Hybrid Skin and Blender's own deformation, over meshes × f × frames."""
     import bpy
     import numpy as np
 
     from .. import api
-    from ..skin import bind as rig_module
     from ..skin import native
 
-    scene = bpy.context.scene
-    view_layer = bpy.context.view_layer
-    scene.frame_set(frames[0])
-    timings = []
+    worst, count = 0.0, 0
+    for action in actions[:2]:
+        for frame in frames_of(action, COMPARE_FRAMES):
+            play(armature, action, frame)
+            for obj in objects:
+                for f in FACTORS:
+                    ours = api.deformed_positions(obj, deform_factor=f)
+                    theirs = native.native_positions(obj, f)
+                    diagonal = float(np.linalg.norm(theirs.max(0) - theirs.min(0))) or 1.0
+                    worst = max(worst, float(np.linalg.norm(ours - theirs, axis=1).max()) / diagonal)
+                    count += 1
+    bpy.context.view_layer.update()
+    if not worst < 1e-4:
+        raise StepFailed(f"Hybrid Skin differs from Blender's own deformation by {worst:.2e} × the mesh size")
+    return f"worst {worst:.1e} × mesh size over {count} mesh × factor × frame cases (Blender: LBS, DQS, mix)"
+
+
+#: How far the picture twists a joint on top of the animation: LBS collapses ("candy wrapper"), DQS keeps
+#: the volume, the hybrid and Auto sit between (the animation alone bends the robot's arms only mildly).
+PICTURE_TWIST_DEGREES = 160.0
+
+
+@contextmanager
+def twisted(armature, bone_name: str, degrees: float) -> Iterator[None]:
+    """The pose bone turned ``degrees`` about its own axis (Y) on top of its pose; put back after."""
+    import math
+
+    import bpy
+    from mathutils import Quaternion
+
+    bone = armature.pose.bones[bone_name]
+    mode, rotation = bone.rotation_mode, bone.rotation_quaternion.copy()
+    bone.rotation_mode = "QUATERNION"
+    bone.rotation_quaternion = rotation @ Quaternion((0.0, 1.0, 0.0), math.radians(degrees))
+    bpy.context.view_layer.update()
+    try:
+        yield
+    finally:
+        bone.rotation_quaternion = rotation
+        bone.rotation_mode = mode
+        bpy.context.view_layer.update()
+
+
+def lbs_dqs_gap(obj) -> float:
+    """Largest distance between the LBS and DQS results of ``obj`` at this pose ÷ its size."""
+    import numpy as np
+
+    from .. import api
+
+    lbs = api.deformed_positions(obj, deform_factor=0.0)
+    dqs = api.deformed_positions(obj, deform_factor=1.0)
+    size = float(np.linalg.norm(dqs.max(0) - dqs.min(0))) or 1.0
+    return float(np.linalg.norm(lbs - dqs, axis=1).max()) / size
+
+
+def most_telling_twist(objects, armature) -> tuple[object, str, float]:
+    """``(mesh, bone, gap)``: of the most weighted deform bones, the one whose twist shows LBS and DQS
+    furthest apart, and the mesh where it shows."""
+    weight: dict[str, float] = {}
     for obj in objects:
-        t0 = time.perf_counter()
-        rig_module.bind(obj, bpy.context.evaluated_depsgraph_get())
-        timings.append(Timing(obj.name, len(obj.data.vertices), 1e3 * (time.perf_counter() - t0)))
-    results = []
-    for frame in frames:
-        scene.frame_set(frame)
-        for obj, timing in zip(objects, timings):
-            errors = {}
-            for f in FACTORS:
-                ours = api.deformed_positions(obj, deform_factor=f)
-                theirs = native.native_positions(obj, f)
-                diagonal = float(np.linalg.norm(theirs.max(0) - theirs.min(0))) or 1.0
-                errors[f] = float(np.linalg.norm(ours - theirs, axis=1).max()) / diagonal
-            results.append(Comparison(obj.name, timing.vertices, frame, errors))
-            timing.ours_ms.append(_median_ms(lambda o=obj: api.deformed_positions(o, deform_factor=0.5)))
-            with native.native_mix(obj, 0.5):
-
-                def native_frame(o=obj):
-                    o.update_tag(refresh={"DATA"})
-                    view_layer.update()
-
-                timing.native_ms.append(_median_ms(native_frame))
-    return results, timings
+        names = {g.index: g.name for g in obj.vertex_groups}
+        for vertex in obj.data.vertices:
+            for g in vertex.groups:
+                name = names.get(g.group)
+                if name in armature.pose.bones:
+                    weight[name] = weight.get(name, 0.0) + g.weight
+    best = (objects[0], "", -1.0)
+    for name in sorted(weight, key=weight.get, reverse=True)[:8]:
+        with twisted(armature, name, PICTURE_TWIST_DEGREES):
+            for obj in objects:
+                gap = lbs_dqs_gap(obj)
+                if gap > best[2]:
+                    best = (obj, name, gap)
+    return best
 
 
-# ------------------------------------------------------------------------------------------ report
-def print_comparisons(results: list[Comparison]) -> None:
-    head = f"{'object':<28} {'verts':>6} {'frame':>5}  " + "  ".join(f"err/diag f={f:<3g}" for f in FACTORS)
-    print(head)
-    print("-" * len(head))
-    for r in results:
-        cells = "  ".join(f"{r.relative_error[f]:>14.2e}" for f in FACTORS)
-        print(f"{r.object_name:<28} {r.vertices:>6} {r.frame:>5}  {cells}")
-    worst = max(max(r.relative_error.values()) for r in results)
-    print(f"worst max error ÷ bbox diagonal: {worst:.2e}")
+#: Clay grey for the picture (scene-linear): the robot's dark material would hide the shapes.
+PICTURE_COLOR = (0.55, 0.55, 0.6)
 
 
-def print_timings(timings: list[Timing]) -> None:
-    head = f"{'object':<28} {'verts':>6} {'bind ms':>8} {'ours ms/frame':>14} {'native ms/frame':>16}"
-    print(head)
-    print("-" * len(head))
-    for t in timings:
-        print(f"{t.object_name:<28} {t.vertices:>6} {t.bind_ms:>8.2f} {statistics.median(t.ours_ms):>14.3f}"
-              f" {statistics.median(t.native_ms):>16.3f}")
-    print("ours: api.deformed_positions at f=0.5 (cached bind, palette + numpy core); native: one depsgraph"
-          " re-evaluation of the object with Blender's LBS + Preserve Volume mix modifiers")
+def render_pose(objects, armature, actions, output: Path) -> str:
+    import bpy
+
+    from ..draw import comparison
+
+    action = actions[0]
+    frame = float(action.frame_range[0])
+    play(armature, action, frame)
+    obj, bone, gap = most_telling_twist(objects, armature)
+    path = output / "comparison.png"
+    with twisted(armature, bone, PICTURE_TWIST_DEGREES):
+        try:
+            comparison.render_comparison(bpy.context, obj, path, width=320, height=400, auto_panel=True,
+                                         color=PICTURE_COLOR)
+        except Exception as err:  # no GPU context on this machine, or an unwritable folder: say which
+            raise StepFailed(f"could not draw the comparison ({type(err).__name__}: {err})") from None
+    name = _action_name(action, armature)
+    return (f"{path.name}: '{obj.name}' at '{name}' frame {frame:g}, '{bone}' twisted "
+            f"{PICTURE_TWIST_DEGREES:g}° (LBS and DQS {100 * gap:.0f}% of its size apart)")
 
 
+def bake_textures(armature, actions, output: Path) -> str:
+    import bpy
+
+    from ..animtex import bake as animtex_bake
+    from ..errors import HybridSkinError
+
+    folder = output / "textures"
+    folder.mkdir(parents=True, exist_ok=True)
+    options = animtex_bake.BakeOptions(
+        directory=str(folder), kind="BONE_DQ", precision="PNG16", name="robot_bone_dq",
+        write_mesh_data=True,
+    )
+    try:
+        result = animtex_bake.bake(bpy.context, armature, options, [a.name for a in actions])
+    except HybridSkinError as err:
+        raise StepFailed(str(err)) from None
+    overall = result.report["overall"]
+    clips = ", ".join(_action_name(a, armature) for a in actions)
+    files = f"{Path(result.image_path).name} + {Path(result.json_path).name}"
+    return (f"{len(actions)} clips ({clips}) → {files}; "
+            f"decoded vs Blender: max {overall['max']:.2g} ({overall['max_percent']:.2g}% of the size)")
+
+
+def bake_shape_keys(objects, armature, actions) -> str:
+    import bpy
+
+    by_name = {_action_name(a, armature): a for a in actions}
+    shortest = min(actions, key=lambda a: a.frame_range[1] - a.frame_range[0])
+    action = by_name.get(SHAPE_KEY_ACTION) or shortest
+    start, end = (int(round(f)) for f in action.frame_range)
+    play(armature, action, start)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = start, end
+    for obj in objects:
+        bpy.context.view_layer.objects.active = obj
+        try:
+            bpy.ops.hybrid_skin.bake_deformation(target="SHAPE_KEYS", frame_start=start, frame_end=end)
+        except RuntimeError as err:
+            raise StepFailed(f"'{obj.name}': {_operator_message(err)}") from None
+    frames = end - start + 1
+    name = _action_name(action, armature)
+    return f"'{name}' frames {start}–{end}: {frames} keyed shape keys on {len(objects)} meshes"
+
+
+def save_blend(path: Path) -> str:
+    import bpy
+
+    try:
+        bpy.ops.wm.save_as_mainfile(filepath=str(path), relative_remap=True)
+    except RuntimeError as err:
+        raise StepFailed(f"could not save {path}: {_operator_message(err)}") from None
+    return str(path)
+
+
+# --------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace) -> int:
     asset = (args.asset or default_asset()).expanduser()
     if not asset.is_file():
@@ -203,23 +355,51 @@ def run(args: argparse.Namespace) -> int:
               "  pass --asset PATH, or set HYBRID_SKIN_ASSETS to the folder holding "
               f"{DEFAULT_ASSET}", file=sys.stderr)
         return 2
+    output = args.output.expanduser().resolve()
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        print(f"error: cannot create the output folder {output}: {err.strerror}", file=sys.stderr)
+        return 1
     import bpy
 
     t_start = time.perf_counter()
-    print(f"Hybrid Skin demo: Blender {bpy.app.version_string}, asset {asset}")
-    import_asset(asset)
-    objects = skinned_objects()
-    if not objects:
-        print(f"error: {asset.name} has no mesh deformed by an Armature modifier", file=sys.stderr)
-        return 3
-    armatures = {m.object for o in objects for m in o.modifiers if m.type == "ARMATURE" and m.object}
-    actions = {arm.name: assign_action(arm, args.action) for arm in armatures}
-    action = next(iter(actions.values()), None)
-    frames = frames_of(action, args.frames)
-    print(f"{len(objects)} skinned meshes, action '{action.name if action else '-'}', frames {frames}\n")
-    results, timings = compare(objects, frames)
-    print_comparisons(results)
-    print()
-    print_timings(timings)
-    print(f"\ndemo took {time.perf_counter() - t_start:.1f} s")
+    print(f"Hybrid Skin demo on Blender {bpy.app.version_string}: {asset.name} → {output}")
+    blend = output / f"{asset.stem.lower()}_demo.blend"
+    progress = Progress()
+    try:
+        progress.run(f"Import {asset.name}", lambda: import_asset(asset))
+        objects = skinned_objects()
+        if not objects:
+            raise StepFailed(f"{asset.name} has no mesh deformed by an Armature modifier")
+        armature = armature_of(objects)
+        actions = clip_actions(armature)
+        progress.run("Add Hybrid Skin", lambda: add_hybrid_skin(objects))
+        with quiet():
+            save_blend(blend)  # saved early: the texture bake records its files relative to it
+        progress.run("Compare with Blender", lambda: compare_with_blender(objects, armature, actions))
+        progress.run("Render LBS | hybrid | Auto | DQS",
+                     lambda: render_pose(objects, armature, actions, output))
+        progress.run("Bake animation textures", lambda: bake_textures(armature, actions, output))
+        progress.run("Bake shape keys", lambda: bake_shape_keys(objects, armature, actions))
+        progress.run("Save", lambda: save_blend(blend))
+    except StepFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"\nDone in {time.perf_counter() - t_start:.0f} s. Everything is in {output}:")
+    for path in sorted(p for p in output.rglob("*") if p.is_file() and not p.name.endswith(".blend1")):
+        print(f"  {path.relative_to(output)}")
+    print(f"Open {blend.name} in Blender with Hybrid Skin installed (sidebar ▸ Hybrid Skin: the settings).")
     return 0
+
+
+def clip_actions(armature) -> list:
+    """The actions baked and compared: RobotExpressive's favourites when present, else the first few."""
+    from ..animtex.scene import compatible_actions
+
+    actions = compatible_actions(armature)
+    if not actions:
+        raise StepFailed(f"no action animates the bones of '{armature.name}'")
+    by_name = {_action_name(a, armature): a for a in actions}
+    chosen = [by_name[n] for n in TEXTURE_ACTIONS if n in by_name][:TEXTURE_ACTION_COUNT]
+    return chosen or actions[:TEXTURE_ACTION_COUNT]

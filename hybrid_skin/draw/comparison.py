@@ -1,15 +1,16 @@
-"""LBS | hybrid | DQS side by side, rendered with the viewport's own shaders and draw code, into a PNG.
+"""LBS | hybrid | (Auto |) DQS side by side, drawn with the viewport's own shaders and draw code, to a PNG.
 
-Three draws of one :class:`~.resources.GpuSkin` with factor overrides 0, the object's factor and 1, into
-three viewports of one offscreen target (supersampled, then averaged down for clean silhouettes), framed
-by the scene camera when there is one and otherwise by the deformed mesh's bounds. Labels are drawn with
-``blf`` into the same target; the PNG is written through a temporary Blender image, removed afterwards.
-Works headless (it creates the GPU context when needed).
+Each mesh gets one :class:`~.resources.GpuSkin`, drawn with factor overrides 0, the object's own factor,
+(the pose's Auto factor,) and 1 into side-by-side viewports of one offscreen target (supersampled, then
+averaged down for clean silhouettes), framed by the scene camera when there is one and otherwise by the
+deformed meshes' bounds. Labels are drawn with ``blf`` into the same target; the PNG is written through a
+temporary Blender image, removed afterwards. Works headless (it creates the GPU context when needed).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import blf
@@ -123,19 +124,27 @@ def _save_png(pixels: np.ndarray, filepath: Path) -> None:
         bpy.data.images.remove(image)
 
 
-def render_comparison(context_or_scene, obj: bpy.types.Object, filepath: str | Path, width: int = 512,
-                      height: int = 512, *, supersample: int = 2) -> Path:
+def render_comparison(context_or_scene, obj: bpy.types.Object | Sequence[bpy.types.Object],
+                      filepath: str | Path, width: int = 512, height: int = 512, *, supersample: int = 2,
+                      auto_panel: bool = False, color: tuple[float, float, float] | None = None) -> Path:
     """Render LBS | hybrid (the object's own factor) | DQS of ``obj`` at the current frame into a PNG.
 
-    ``context_or_scene``: a ``bpy.types.Context`` or a ``Scene``. ``width`` × ``height`` is one panel;
-    the image is ``3 * width`` × ``height``. Returns the absolute path written. Raises
+    ``context_or_scene``: a ``bpy.types.Context`` or a ``Scene``. ``obj``: one mesh, or several drawn
+    together (a character made of parts); the hybrid panel's label is the first one's. ``auto_panel``
+    adds an Auto panel (the factor computed from this pose) before DQS. ``color`` (scene-linear RGB)
+    replaces the solid-view colours (a dark material hides the shape). ``width`` × ``height`` is one
+    panel; the image is ``panels * width`` × ``height``. Returns the absolute path written. Raises
     :class:`..errors.HybridSkinError` for an object Hybrid Skin cannot skin.
     """
     ensure_gpu_context()
+    objects = [obj] if isinstance(obj, bpy.types.Object) else list(obj)
     scene, depsgraph = _scene_and_depsgraph(context_or_scene)
-    posed, factors, label = _posed_with_factor(obj, depsgraph)
-    bound, palette, target_to_armature = posed.bind, posed.palette, posed.target_to_armature
-    object_matrix = bridge.object_matrix(obj.evaluated_get(depsgraph))
+    parts = [_Part(o, depsgraph, color) for o in objects]
+    label = parts[0].label
+    # (label, factor override): None draws the object's own factor, AUTO the pose's own factor
+    panels: list[tuple[str, float | str | None]] = [("LBS", 0.0), (label, None), ("DQS", 1.0)]
+    if auto_panel:
+        panels.insert(2, ("Auto", AUTO))
 
     panel_w, full_h = width * supersample, height * supersample
     aspect = panel_w / full_h
@@ -144,40 +153,86 @@ def render_comparison(context_or_scene, obj: bpy.types.Object, filepath: str | P
         projection = np.array(camera.calc_matrix_camera(depsgraph, x=panel_w, y=full_h))
         view_projection = projection @ np.linalg.inv(bridge.object_matrix(camera))
     else:
-        local = np.concatenate([posed.skin(f)[0] for f in (0.0, 1.0)]).astype(np.float64)
-        view_projection = frame_bounds(local @ object_matrix[:3, :3].T + object_matrix[:3, 3], aspect)
+        world = np.concatenate([part.world_points() for part in parts])
+        view_projection = frame_bounds(world, aspect)
 
-    per_vertex = np.ndim(factors) > 0
-    drawn = DeformFactor.per_vertex(factors) if per_vertex else DeformFactor(float(factors))
-    gpu_skin = GpuSkin(bound, bridge.surface(obj.data), drawn)
-    offscreen = gpu.types.GPUOffScreen(panel_w * 3, full_h, format="RGBA8")
+    count = len(panels)
+    offscreen = gpu.types.GPUOffScreen(panel_w * count, full_h, format="RGBA8")
     try:
-        gpu_skin.update_pose(palette, target_to_armature)
-        color = (*display_color(obj)[:3], 1.0)  # opaque panels: the PNG has no transparency
+        for part in parts:
+            part.upload()
         with offscreen.bind():
             framebuffer = gpu.state.active_framebuffer_get()
             framebuffer.clear(color=BACKGROUND, depth=1.0)
-            for i, override in enumerate((0.0, None, 1.0)):
+            for i, (_text, override) in enumerate(panels):
                 gpu.state.viewport_set(i * panel_w, 0, panel_w, full_h)
-                gpu_skin.draw(view_projection, object_matrix, color, deform_factor=override, encode_srgb=True)
-            gpu.state.viewport_set(0, 0, panel_w * 3, full_h)
+                for part in parts:
+                    part.draw(view_projection, override)
+            gpu.state.viewport_set(0, 0, panel_w * count, full_h)
             gpu.state.scissor_test_set(True)
-            for i in (1, 2):
+            for i in range(1, count):
                 gpu.state.scissor_set(i * panel_w - supersample, 0, 2 * supersample, full_h)
                 framebuffer.clear(color=SEPARATOR)
             gpu.state.scissor_test_set(False)
-            _draw_labels(["LBS", label, "DQS"], panel_w, full_h, supersample)
+            _draw_labels([text for text, _override in panels], panel_w, full_h, supersample)
             # Read as FLOAT into numpy-owned memory: numpy views of a "UBYTE" Buffer come out garbled.
-            raw = np.zeros((full_h, panel_w * 3, 4), dtype=np.float32)
-            framebuffer.read_color(0, 0, panel_w * 3, full_h, 4, 0, "FLOAT",
+            raw = np.zeros((full_h, panel_w * count, 4), dtype=np.float32)
+            framebuffer.read_color(0, 0, panel_w * count, full_h, 4, 0, "FLOAT",
                                    data=gpu.types.Buffer("FLOAT", raw.shape, raw))
     finally:
         offscreen.free()
-        gpu_skin.free()
+        for part in parts:
+            part.free()
     s = supersample
-    pixels = raw.reshape(full_h // s, s, panel_w * 3 // s, s, 4).mean(axis=(1, 3))
+    pixels = raw.reshape(full_h // s, s, panel_w * count // s, s, 4).mean(axis=(1, 3))
     pixels[..., 3] = 1.0
     path = Path(bpy.path.abspath(str(filepath))).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     _save_png(pixels, path)
     return path
+
+
+#: Panel override meaning "the Auto factor of this pose".
+AUTO = "AUTO"
+
+
+class _Part:
+    """One mesh of a comparison: its posed bind, factor and GPU skin (created by :meth:`upload`)."""
+
+    def __init__(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph,
+                 color: tuple[float, float, float] | None = None) -> None:
+        self.obj = obj
+        # opaque panels: the PNG has no transparency
+        self.color = (*(display_color(obj)[:3] if color is None else color), 1.0)
+        self.posed, self.factors, self.label = _posed_with_factor(obj, depsgraph)
+        self.object_matrix = bridge.object_matrix(obj.evaluated_get(depsgraph))
+        self.gpu_skin: GpuSkin | None = None
+
+    def world_points(self) -> np.ndarray:
+        local = np.concatenate([self.posed.skin(f)[0] for f in (0.0, 1.0)]).astype(np.float64)
+        return local @ self.object_matrix[:3, :3].T + self.object_matrix[:3, 3]
+
+    def _own_factor(self) -> DeformFactor:
+        per_vertex = np.ndim(self.factors) > 0
+        return DeformFactor.per_vertex(self.factors) if per_vertex else DeformFactor(float(self.factors))
+
+    def upload(self) -> None:
+        bound = self.posed.bind
+        self.gpu_skin = GpuSkin(bound, bridge.surface(self.obj.data), self._own_factor())
+        self.gpu_skin.update_pose(self.posed.palette, self.posed.target_to_armature,
+                                  auto_bone_data=self.posed.auto_bone_data())  # O(bones): for an Auto panel
+
+    def draw(self, view_projection: np.ndarray, override: float | str | None) -> None:
+        color = self.color
+        skin = self.gpu_skin
+        if override == AUTO:
+            skin.set_factor(DeformFactor.automatic())
+            skin.draw(view_projection, self.object_matrix, color, encode_srgb=True)
+            skin.set_factor(self._own_factor())
+            return
+        skin.draw(view_projection, self.object_matrix, color, deform_factor=override, encode_srgb=True)
+
+    def free(self) -> None:
+        if self.gpu_skin is not None:
+            self.gpu_skin.free()
+            self.gpu_skin = None

@@ -1,0 +1,127 @@
+"""``python -m hybrid_skin demo`` (``make demo``) as a newcomer runs it: one progress line per step, and a
+folder with the comparison picture, a texture set, shape keys and a .blend that opens with everything set
+up and its files found relative to it, even after the folder moves. Failures are one ``error:`` line."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+
+from tests.support.animtex import load_bake
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PANEL_WIDTH, PANEL_HEIGHT = 320, 400  # what the demo renders (hybrid_skin/cli/demo.py render_pose)
+
+
+def run_demo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hybrid_skin", "demo", *args],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, assets):
+    output = tmp_path_factory.mktemp("demo") / "out"
+    done = run_demo("--asset", str(assets / "RobotExpressive.glb"), "--output", str(output))
+    return done, output
+
+
+def test_progress_lines_and_the_one_comparison_line(demo):
+    done, output = demo
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    steps = [line for line in lines if re.match(r"\[\d/7\] ", line)]
+    assert [s[:5] for s in steps] == [f"[{k}/7]" for k in range(1, 8)], done.stdout
+    assert all(re.search(r"\(\d+\.\d s\)$", s) for s in steps), steps  # each says how long it took
+    assert not any(line.startswith(("Info:", "EGL", "Warning:")) for line in lines), "Blender chatter leaked"
+    compare = next(s for s in steps if "Compare with Blender" in s)
+    worst = float(re.search(r"worst ([0-9.e+-]+) × mesh size", compare).group(1))
+    assert worst < 1e-5, compare  # Blender's own LBS, Preserve Volume and mix, as the core tests demand
+    assert str(output) in lines[0] and str(output) in done.stdout.split("Done in")[1]
+
+
+def _panels(path: Path) -> list[np.ndarray]:
+    image = bpy.data.images.load(str(path))
+    try:
+        assert tuple(image.size) == (4 * PANEL_WIDTH, PANEL_HEIGHT)
+        pixels = np.empty(4 * PANEL_WIDTH * PANEL_HEIGHT * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+    finally:
+        bpy.data.images.remove(image)
+    pixels = pixels.reshape(PANEL_HEIGHT, 4 * PANEL_WIDTH, 4)[: int(PANEL_HEIGHT * 0.85)]  # below the labels
+    background = pixels[2, 4, :3]
+    mesh = np.abs(pixels[..., :3] - background).max(axis=-1) > 0.02
+    return [mesh[:, i * PANEL_WIDTH + 4 : (i + 1) * PANEL_WIDTH - 4] for i in range(4)]
+
+
+def test_the_picture_shows_lbs_hybrid_auto_and_dqs_apart(demo):
+    done, output = demo
+    assert done.returncode == 0, done.stderr
+    lbs, hybrid, auto, dqs = _panels(output / "comparison.png")
+    area = dqs.sum()
+    assert area > 0.03 * dqs.size, "the mesh should fill a good part of the panel"
+    assert 0.5 * area < lbs.sum() < area  # LBS loses volume at the twisted joint, not the whole mesh
+    differs = [int((m != dqs).sum()) for m in (lbs, hybrid, auto)]
+    assert differs[0] > 0.01 * area, differs  # the panels are not four copies of one drawing
+    assert differs[1] < differs[0] and differs[2] < differs[0], differs  # the blends sit between
+
+
+def test_the_texture_set_and_its_error_line(demo, addon):
+    done, output = demo
+    assert done.returncode == 0, done.stderr
+    core = __import__(addon.__name__ + ".core.animtex", fromlist=["x"])
+    meta, _texture = load_bake(core, output / "textures" / "robot_bone_dq.json")  # schema-checked
+    assert meta["kind"] == "BONE_DQ" and len(meta["clips"]) == 4
+    assert (output / "textures" / meta["image"]).is_file()
+    line = next(s for s in done.stdout.splitlines() if "Bake animation textures" in s)
+    for clip in meta["clips"]:
+        assert clip["name"] in line or clip["name"].split("_")[0] in line
+    overall = meta["error_report"]["overall"]
+    assert f"max {overall['max']:.2g} ({overall['max_percent']:.2g}% of the size)" in line
+
+
+def test_the_blend_opens_set_up_and_finds_its_files_after_a_move(demo, addon, tmp_path):
+    done, output = demo
+    assert done.returncode == 0, done.stderr
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(output, moved)  # a user moves or shares the folder
+    bpy.ops.wm.open_mainfile(filepath=str(moved / "robotexpressive_demo.blend"), load_ui=False)
+    skinned = sorted(o.name for o in bpy.data.objects if o.type == "MESH" and o.hybrid_skin.enabled)
+    assert len(skinned) == 4, skinned
+    for name in skinned:
+        obj = bpy.data.objects[name]
+        assert obj.hybrid_skin.deform_factor == pytest.approx(0.5)
+        keys = obj.data.shape_keys.key_blocks
+        baked = [k for k in keys if k.name.startswith("HS Bake ")]
+        assert len(baked) == 45 and keys[0].name == "Basis"  # Wave, frames 0-44, one keyed key per frame
+        assert obj.data.shape_keys.animation_data.action is not None
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    stored = json.loads(arm["_hybrid_skin_animtex"])
+    assert stored["json"].startswith("//") and stored["image"].startswith("//"), stored
+    summary = __import__(addon.__name__ + ".animtex.summary", fromlist=["x"]).last_summary(arm)
+    assert Path(summary["json"]).resolve() == (moved / "textures" / "robot_bone_dq.json").resolve()
+
+
+def test_failures_are_one_sentence_and_a_non_zero_exit(tmp_path):
+    missing = run_demo("--asset", str(tmp_path / "nope.glb"), "--output", str(tmp_path / "a"))
+    assert missing.returncode == 2 and "demo asset not found" in missing.stderr
+    (tmp_path / "file").write_text("")
+    blocked = run_demo("--output", str(tmp_path / "file" / "sub"))
+    assert blocked.returncode == 1 and "cannot create the output folder" in blocked.stderr
+    bpy.ops.mesh.primitive_cube_add()
+    cube = tmp_path / "cube.glb"
+    bpy.ops.export_scene.gltf(filepath=str(cube), export_format="GLB")
+    unskinned = run_demo("--asset", str(cube), "--output", str(tmp_path / "b"))
+    assert unskinned.returncode == 1, unskinned.stdout
+    assert "error: " in unskinned.stderr
+    assert "has no mesh deformed by an Armature modifier" in unskinned.stderr
+    assert "Traceback" not in unskinned.stderr
