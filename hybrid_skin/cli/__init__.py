@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .. import register, runtime, unregister
+from .console import quiet
 
 #: command name → (module, one-line help, needs the whole add-on registered)
 COMMANDS: dict[str, tuple[str, str, bool]] = {
@@ -54,6 +55,8 @@ def addon_registered() -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with quiet():
+        import bpy  # noqa: F401  (Blender 5.x logs its colour management set-up to stdout on import)
     with addon_registered() if args.needs_addon else runtime.session():
         return int(args.run(args) or 0)
 

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .console import quiet
+
 DEFAULT_ASSET = "RobotExpressive.glb"
 DEFAULT_OUTPUT = Path("out") / "demo"
 FACTORS = (0.0, 0.5, 1.0)
@@ -73,36 +75,6 @@ class Progress:
             print(" failed")
             raise StepFailed(f"{title}: {err}") from None
         print(f" {detail} ({time.perf_counter() - t0:.1f} s)", flush=True)
-
-
-@contextmanager
-def quiet() -> Iterator[None]:
-    """Keep Blender's console chatter (operator reports, importer and GPU driver logs, which C code writes
-    to the process's stdout and stderr) out of the progress lines; shown on stderr if the step fails."""
-    import tempfile
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with tempfile.TemporaryFile(mode="w+") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        failed = True
-        try:
-            yield
-            failed = False
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
-            if failed:
-                log.seek(0)
-                chatter = log.read().strip()
-                if chatter:
-                    print(f"\n{chatter}", file=sys.stderr)
 
 
 def _operator_message(err: RuntimeError) -> str:
