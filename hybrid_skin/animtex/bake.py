@@ -8,7 +8,8 @@ report in :mod:`..core.animtex.verify`, the files and mesh data in :mod:`.files`
 
 1. **Target**: an armature and every mesh it deforms, or one mesh with an Armature modifier; one clip
    per action, sampled every ``frame_step`` scene frames over the action's frame range.
-2. **Sampling**: each action is assigned to the armature in turn (NLA off; everything restored after).
+2. **Sampling**: each action is assigned to the armature in turn (NLA off; everything restored after);
+   bones it does not key keep the scene's pose at bake start (or rest: ``reset_unkeyed_to_rest``).
    At every stored frame and halfway between stored frames the add-on's own skinning gives the truth.
    The baked meshes' Armature modifier and everything after it are hidden meanwhile: Blender need not
    deform the mesh at every sample for a result nobody reads (restored after, as the pose is).
@@ -96,7 +97,9 @@ PHASES = ("sample", "truth", "encode", "report", "write", "mesh_data")
 class BakeOptions:
     """What to write. ``tolerance > 0`` (scene units) replaces ``frame_step``/``precision`` by the
     cheapest pair whose max error stays within it. ``png_compression`` is Blender's PNG compression
-    in percent (see :data:`.files.PNG_COMPRESSION` for why the default is 0)."""
+    in percent (see :data:`.files.PNG_COMPRESSION` for why the default is 0). Bones an action does not
+    key keep the pose the scene has at bake start (what Blender shows playing it); with
+    ``reset_unkeyed_to_rest`` they are at rest instead (what an engine shows when it resets a rig)."""
 
     directory: str
     kind: Kind = Kind.VERTEX
@@ -109,6 +112,7 @@ class BakeOptions:
     write_mesh_data: bool = True
     name: str = ""
     png_compression: int = PNG_COMPRESSION
+    reset_unkeyed_to_rest: bool = False
 
 
 @dataclass
@@ -287,7 +291,10 @@ class TextureBake:
         tolerance search samples each step only when it reaches it (a tolerance met at step 4 never
         pays for step 1, a sub-frame step is sampled only if no whole-frame step is good enough).
         """
-        self._anim, self._playing, self._diagonal = AnimationState(self.scene, self.armature), None, None
+        self._anim = AnimationState(
+            self.scene, self.armature, unkeyed_at_rest=self.options.reset_unkeyed_to_rest
+        )
+        self._playing, self._diagonal = None, None
         # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
         self._planned = len(self._step_frames([s for s in self.steps if s >= 1] or self.steps)[0])
         try:
@@ -429,6 +436,7 @@ class TextureBake:
                 mesh_attributes=attributes,
                 error_report=report,
                 root_motion=root_motion,
+                unkeyed_bones="rest" if self.options.reset_unkeyed_to_rest else "scene",
             )
             write_files(
                 texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression

@@ -2,8 +2,9 @@
 
 Owns: finding the target (an armature and the meshes it deforms, or one skinned mesh), each mesh's data
 at bake start (:class:`MeshPart`), the actions to bake and their clips, and :class:`AnimationState`,
-which plays one action at a time on the armature (NLA off, rest pose first), hides the baked meshes'
-deformation while sampling, and restores the action, slot, NLA settings, pose, the armature object's
+which plays one action at a time on the armature (NLA off; bones the action does not key keep the pose
+the scene has at bake start, or rest with ``unkeyed_at_rest``), hides the baked meshes' deformation
+while sampling, and restores the action, slot, NLA settings, pose, the armature object's
 transform (an action may key it: root motion), modifier visibility and the scene frame afterwards.
 The samples taken at each frame are :class:`..core.animtex.samples.FrameSample`; the baker
 (:mod:`.bake`) orchestrates.
@@ -21,8 +22,9 @@ from .. import bridge
 from ..core.animtex import Clip
 from ..errors import HybridSkinError
 
-#: Pose channels and their rest values: each clip starts from the rest pose, so channels an action
-#: does not key hold their rest value (as in an engine) instead of whatever the last action left.
+#: Pose channels and their rest values. Each clip starts from the pose the scene had when the bake
+#: started (what Blender shows when the user plays that action: channels it does not key keep their
+#: values), or from rest when the bake asks for it; never from whatever the previous clip left.
 POSE_CHANNELS = {
     "location": (0.0, 0.0, 0.0),
     "rotation_quaternion": (1.0, 0.0, 0.0, 0.0),
@@ -156,8 +158,8 @@ def clip_for(action: bpy.types.Action, fps: float, step: float) -> Clip:
 class AnimationState:
     """The armature's animation settings, pose channels and the scene frame, put back by :meth:`restore`."""
 
-    def __init__(self, scene: bpy.types.Scene, arm: bpy.types.Object):
-        self.scene, self.arm = scene, arm
+    def __init__(self, scene: bpy.types.Scene, arm: bpy.types.Object, *, unkeyed_at_rest: bool = False):
+        self.scene, self.arm, self.unkeyed_at_rest = scene, arm, unkeyed_at_rest
         self.frame = (scene.frame_current, scene.frame_subframe)
         anim = arm.animation_data
         if anim is not None and anim.use_tweak_mode:
@@ -204,7 +206,10 @@ class AnimationState:
         anim.action_influence, anim.action_blend_type, anim.action_extrapolation = 1.0, "REPLACE", "HOLD"
         anim.action = action
         count = len(self.arm.pose.bones)
-        bridge.set_pose_channels(self.arm, {k: np.tile(v, (count, 1)) for k, v in POSE_CHANNELS.items()})
+        if self.unkeyed_at_rest:
+            bridge.set_pose_channels(self.arm, {k: np.tile(v, (count, 1)) for k, v in POSE_CHANNELS.items()})
+        else:  # unkeyed channels as the scene had them, not as the previous clip left them
+            bridge.set_pose_channels(self.arm, self.pose)
         self._set_transform()
         if getattr(anim, "action_slot", True) is None:  # Blender >= 4.4: pick the object slot
             slot = next((s for s in action.slots if s.target_id_type in {"OBJECT", "UNSPECIFIED"}), None)

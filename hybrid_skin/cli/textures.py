@@ -51,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-embed", action="store_true", help="no metadata block in the texture's first rows"
     )
+    parser.add_argument(
+        "--unkeyed-bones-at-rest",
+        action="store_true",
+        help="bones an action does not key at rest (default: as the scene poses them, as Blender plays it)",
+    )
     parser.add_argument("--name", default="", help="file name without extension (default: object_kind)")
     parser.add_argument("--save", action="store_true", help="save the .blend with the per-vertex texel data")
 
@@ -99,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             embed_metadata=not args.no_embed,
             write_mesh_data=args.save,
             name=args.name,
+            reset_unkeyed_to_rest=args.unkeyed_bones_at_rest,
         )
         result = animtex_bake.bake(bpy.context, obj, options, names)
         if args.save:

@@ -18,6 +18,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from tests.support.animtex import scene_pose, set_pose
 from tests.support.assets import armature_actions, clip_action, import_gltf, play
 from tests.support.blender import reset_to_empty_scene
 from tests.support.scenes import native_positions
@@ -25,10 +26,12 @@ from tests.support.scenes import native_positions
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: glTF animation names of the clips the tests bake (a rest-like loop, a walk, a fast arm motion).
 ROBOT_CLIPS = ("Idle", "Walking", "Wave")
-#: How the bake poses bones a clip does not key. Today it resets every pose bone to rest before sampling a
-#: clip (hybrid_skin/animtex_scene.py ``AnimationState.play``); issue 13 §1 changes that to "as the scene
-#: has them". Set this to False with that change and the truth follows.
-BAKE_RESETS_UNKEYED_BONES_TO_REST = True
+#: How the bake poses bones a clip does not key (the sidecar's ``pose.unkeyed_bones``): since issue 13 §1
+#: "as the scene has them" (the pose at bake start, what Blender shows playing the clip), not rest; the
+#: command line's ``--unkeyed-bones-at-rest`` would make it True. The truth follows this constant.
+BAKE_RESETS_UNKEYED_BONES_TO_REST = False
+#: Each imported armature's pose right after import (by object name): what bones a clip does not key show.
+SCENE_POSES: dict[str, dict] = {}
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ def import_asset(path: Path):
     """A fresh import of a glTF rig: ``(armature, skinned meshes sorted by name)``."""
     arm, meshes = import_gltf(path)
     bpy.context.view_layer.objects.active = arm
+    SCENE_POSES[arm.name_full] = scene_pose(arm)
     return arm, sorted(meshes, key=lambda o: o.name)
 
 
@@ -103,6 +107,7 @@ def blender_truth(addon, arm, meshes, action: bpy.types.Action, frame: float, fa
     cofactor normals a bake stores, ``api.deformed_normals``) and the object matrix, at action ``frame``."""
     arm.animation_data_create()
     arm.animation_data.use_nla = False
+    set_pose(arm, SCENE_POSES[arm.name_full])  # unkeyed bones as at import, not as the last clip left them
     play(arm, action, float(frame))
     if BAKE_RESETS_UNKEYED_BONES_TO_REST:
         for pb in arm.pose.bones:

@@ -121,18 +121,28 @@ def clip_frames(clip: dict) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def rest_pose(arm) -> None:
-    """A clip is its action alone: channels it does not key stay at rest, whatever was played before."""
+CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+
+def scene_pose(arm) -> dict:
+    """Every pose bone's channels as they are now: what bones an action does not key show when it plays."""
+    return {pb.name: tuple(tuple(getattr(pb, c)) for c in CHANNELS) for pb in arm.pose.bones}
+
+
+def set_pose(arm, pose: dict) -> None:
+    """Put back a :func:`scene_pose`: a clip plays from the scene's pose, not from what was played before."""
     for pb in arm.pose.bones:
-        pb.location, pb.rotation_quaternion, pb.scale = (0, 0, 0), (1, 0, 0, 0), (1, 1, 1)
-        pb.rotation_euler, pb.rotation_axis_angle = (0, 0, 0), (0, 0, 1, 0)
+        for channel, value in zip(CHANNELS, pose[pb.name]):
+            setattr(pb, channel, value)
 
 
-def truth(addon, arm, meshes, action, frames, factor):
-    """Per mesh: ``(S, N, 3)`` local positions and ``(S, 4, 4)`` object matrices at scene ``frames``."""
+def truth(addon, arm, meshes, action, frames, factor, pose: dict | None = None):
+    """Per mesh: ``(S, N, 3)`` local positions and ``(S, 4, 4)`` object matrices at scene ``frames``,
+    ``action`` played from ``pose`` (a :func:`scene_pose`; ``None``: the pose as it is now) as a bake
+    with ``pose.unkeyed_bones == "scene"`` does: channels the action does not key keep those values."""
     arm.animation_data.use_nla = False
-    play(arm, action, float(frames[0]))
-    rest_pose(arm)
+    if pose is not None:
+        set_pose(arm, pose)
     out = [([], []) for _ in meshes]
     for frame in frames:
         play(arm, action, float(frame))

@@ -36,6 +36,8 @@ __all__ = [
 
 FORMAT_NAME = "hybrid_skin.animtex"
 FORMAT_VERSION = 1
+#: How a bake poses bones a clip does not key (the sidecar's ``pose.unkeyed_bones``).
+UNKEYED_BONES = ("scene", "rest")
 
 #: Mesh data the Blender side writes so an engine finds each vertex's texels after reordering.
 DEFAULT_MESH_ATTRIBUTES = {
@@ -120,12 +122,17 @@ def build_metadata(
     mesh_attributes: Mapping[str, str] | None = None,
     error_report: Mapping[str, Any] | None = None,
     root_motion: Sequence[Mapping[str, Any] | None] | None = None,
+    unkeyed_bones: str = "scene",
 ) -> dict[str, Any]:
     """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known.
 
     ``root_motion`` has one entry per clip: its :func:`.root_motion.root_motion_track`, or ``None``
     for a clip whose mesh does not move (the clip then has no ``root_motion`` field).
+    ``unkeyed_bones`` is how the bake posed bones a clip does not key: ``"scene"`` (the pose the scene
+    had at bake start, what Blender shows playing the action) or ``"rest"``.
     """
+    if unkeyed_bones not in UNKEYED_BONES:
+        raise ValueError(f"unkeyed_bones must be one of {UNKEYED_BONES}, got {unkeyed_bones!r}")
     tracks = [None] * len(texture.clips) if root_motion is None else list(root_motion)
     if len(tracks) != len(texture.clips):
         raise ValueError(f"root_motion has {len(tracks)} entries for {len(texture.clips)} clips")
@@ -162,6 +169,7 @@ def build_metadata(
         "clips": [
             _clip_dict(c, texture.layout.clip_first_rows[i], tracks[i]) for i, c in enumerate(texture.clips)
         ],
+        "pose": {"unkeyed_bones": unkeyed_bones},
         "deform_factor": {"value": texture.deform_factor, "baked": kind is Kind.VERTEX},
         "mesh_attributes": attrs,
         "embedded_metadata": (
