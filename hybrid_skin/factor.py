@@ -22,10 +22,12 @@ from .skin import bind as skin_bind
 if TYPE_CHECKING:
     from .skin.bind import MeshBind, PosedBind
 
-__all__ = ["DEFAULT_FACTOR", "DeformFactor", "global_value", "group_weights", "resolve"]
+__all__ = ["DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "resolve"]
 
 #: Seed 000 recommends about 0.5 for bends; also the property's default.
 DEFAULT_FACTOR = 0.5
+#: The factor modes, as ``obj.hybrid_skin.factor_mode`` names them.
+FACTOR_MODES = ("GLOBAL", "VERTEX_GROUP", "AUTO")
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,29 +95,37 @@ def resolve(
     obj: bpy.types.Object,
     bound: MeshBind | None = None,
     override: float | np.ndarray | None = None,
+    *,
+    value: float | None = None,
+    mode: str | None = None,
 ) -> DeformFactor:
     """The factor to skin ``obj`` with: ``override`` if given (a number in [0, 1] or an ``(N,)`` array,
-    checked), else from ``obj.hybrid_skin`` (the default factor for objects without the settings).
+    checked), else from ``obj.hybrid_skin`` (the default factor for objects without the settings), its
+    slider number replaced by ``value`` and its factor mode by ``mode`` where given (the command line's
+    ``--deform-factor`` and ``--factor-mode``).
 
     ``bound`` is the object's bind, needed for a vertex group's weights and an override's length; it is
     taken from the cache (:func:`..skin.bind.cached_bind`) when not given. Raises
     :class:`..errors.HybridSkinError` for a bad override or a missing factor group.
     """
     settings = getattr(obj, "hybrid_skin", None)
+    if mode is not None and mode not in FACTOR_MODES:
+        raise HybridSkinError(f"Unknown factor mode '{mode}': use one of {list(FACTOR_MODES)}")
+    if value is not None and not 0.0 <= float(value) <= 1.0:
+        raise HybridSkinError(f"deform_factor must lie in [0, 1] (0 = LBS, 1 = DQS), got {value}")
+    mode = mode or (settings.factor_mode if settings is not None else "GLOBAL")
     needs_bind = override is not None and np.ndim(override) > 0
-    needs_bind = needs_bind or (
-        override is None and settings is not None and settings.factor_mode == "VERTEX_GROUP"
-    )
+    needs_bind = needs_bind or (override is None and mode == "VERTEX_GROUP")
     if bound is None and needs_bind:
         bound = skin_bind.cached_bind(obj, bpy.context.evaluated_depsgraph_get())
     if override is not None:
         return _override(override, bound.vertex_count if bound is not None else 0)
-    if settings is None:
-        return DeformFactor()
-    value = float(settings.deform_factor)
-    if settings.factor_mode == "AUTO":
+    if value is None:
+        value = DEFAULT_FACTOR if settings is None else float(settings.deform_factor)
+    value = float(value)
+    if mode == "AUTO":
         return DeformFactor.automatic(value)
-    if settings.factor_mode == "VERTEX_GROUP":
+    if mode == "VERTEX_GROUP":
         return DeformFactor(value, group_weights(obj, bound))
     return DeformFactor(value)
 

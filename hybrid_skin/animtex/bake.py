@@ -74,6 +74,7 @@ from .scene import (
     clip_for,
     find_target,
     mesh_parts,
+    object_settings,
     resolve_actions,
 )
 from .summary import store_summary
@@ -99,7 +100,9 @@ class BakeOptions:
     cheapest pair whose max error stays within it. ``png_compression`` is Blender's PNG compression
     in percent (see :data:`.files.PNG_COMPRESSION` for why the default is 0). Bones an action does not
     key keep the pose the scene has at bake start (what Blender shows playing it); with
-    ``reset_unkeyed_to_rest`` they are at rest instead (what an engine shows when it resets a rig)."""
+    ``reset_unkeyed_to_rest`` they are at rest instead (what an engine shows when it resets a rig).
+    ``deform_factor`` and ``factor_mode`` replace each mesh's own Deform Factor number and Factor Mode
+    (``None``: the object's settings): VERTEX bakes that factor in, bone kinds record the number."""
 
     directory: str
     kind: Kind = Kind.VERTEX
@@ -113,6 +116,8 @@ class BakeOptions:
     name: str = ""
     png_compression: int = PNG_COMPRESSION
     reset_unkeyed_to_rest: bool = False
+    deform_factor: float | None = None
+    factor_mode: str | None = None
 
 
 @dataclass
@@ -151,6 +156,8 @@ class TextureBake:
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        for part in self.parts:  # a bad number or mode, or a missing factor group: refused before sampling
+            self._factor(part.obj)
         self.samples: Samples = {}
         self.warnings: list[str] = []
         self.timings: dict[str, float] = defaultdict(float)
@@ -178,19 +185,34 @@ class TextureBake:
             self.timings[name] += time.perf_counter() - start
 
     # --------------------------------------------------------------------------------- setup
+    def _factor(self, obj: bpy.types.Object, bound=None, override=None) -> factor.DeformFactor:
+        """``obj``'s deform factor with the options' number and mode in place of its own, where given."""
+        opts = self.options
+        return factor.resolve(obj, bound, override, value=opts.deform_factor, mode=opts.factor_mode)
+
     @property
     def bone_factor(self) -> float:
-        """Runtime deform factor of the bone kinds: the first mesh's global factor."""
+        """Runtime deform factor of the bone kinds: the option's number, else the first mesh's slider."""
+        if self.options.deform_factor is not None:
+            return float(self.options.deform_factor)
         return factor.global_value(self.parts[0].obj)
+
+    def _factor_modes(self) -> list[str]:
+        """Each mesh's factor mode: the option's, else the object's own (Global without settings)."""
+        own = [getattr(object_settings(p.obj), "factor_mode", "GLOBAL") for p in self.parts]
+        return [self.options.factor_mode or mode for mode in own]
+
+    def factor_record(self) -> dict:
+        """The sidecar's ``deform_factor`` mode and source: what the texture plays and where it came from."""
+        modes = set(self._factor_modes()) if self.kind is Kind.VERTEX else {"GLOBAL"}
+        given = self.options.deform_factor is not None or self.options.factor_mode is not None
+        return {"mode": modes.pop() if len(modes) == 1 else "MIXED", "source": "bake" if given else "object"}
 
     def _vertex_factor(self) -> float | None:
         """The factor baked into a VERTEX texture when it is one number for every mesh, else ``None``."""
-        values = set()
-        for part in self.parts:
-            wanted = factor.resolve(part.obj)
-            if wanted.auto or wanted.weights is not None:
-                return None
-            values.add(wanted.value)
+        if any(mode != "GLOBAL" for mode in self._factor_modes()):
+            return None
+        values = {self._factor(part.obj).value for part in self.parts}
         return values.pop() if len(values) == 1 else None
 
     def _step_frames(self, steps: Sequence[float]) -> tuple[list[tuple[int, float]], set[tuple[int, float]]]:
@@ -218,7 +240,7 @@ class TextureBake:
         with self._phase("truth" if bones else phase):
             posed = [b.posed(depsgraph) for b in binds]
             for part, pose in zip(self.parts, posed):
-                wanted = factor.resolve(part.obj, pose.bind, self.bone_factor if bones else None)
+                wanted = self._factor(part.obj, pose.bind, self.bone_factor if bones else None)
                 p, n = pose.skin(wanted.values(pose), normals=True)
                 positions.append(p)
                 normals.append(n)
@@ -437,6 +459,7 @@ class TextureBake:
                 error_report=report,
                 root_motion=root_motion,
                 unkeyed_bones="rest" if self.options.reset_unkeyed_to_rest else "scene",
+                factor=self.factor_record(),
             )
             write_files(
                 texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression

@@ -52,6 +52,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-embed", action="store_true", help="no metadata block in the texture's first rows"
     )
     parser.add_argument(
+        "--deform-factor",
+        type=float,
+        default=None,
+        metavar="F",
+        help="deform factor in [0, 1] (0 = LBS, 1 = DQS) instead of each object's own",
+    )
+    parser.add_argument(
+        "--factor-mode",
+        choices=("GLOBAL", "VERTEX_GROUP", "AUTO"),
+        default=None,
+        help="factor mode instead of each object's own (VERTEX bakes it in)",
+    )
+    parser.add_argument(
         "--unkeyed-bones-at-rest",
         action="store_true",
         help="bones an action does not key at rest (default: as the scene poses them, as Blender plays it)",
@@ -105,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
             write_mesh_data=args.save,
             name=args.name,
             reset_unkeyed_to_rest=args.unkeyed_bones_at_rest,
+            deform_factor=args.deform_factor,
+            factor_mode=args.factor_mode,
         )
         result = animtex_bake.bake(bpy.context, obj, options, names)
         if args.save:
@@ -125,6 +140,10 @@ def print_result(result) -> None:
         f"{len(tex.clips)} clip(s), frame step {tex.clips[0].frame_step:g}"
     )
     print(f"  {result.image_path}\n  {result.json_path}")
+    f = result.metadata["deform_factor"]
+    number = "per vertex" if f["value"] is None else f"{f['value']:g}"
+    where = "baked in" if f["baked"] else "at runtime"
+    print(f"  deform factor {number} ({f['mode']}, {where}, from {f['source']})")
     for name in ("frames", "mid_frames", "overall"):
         stats = report[name]
         if stats is not None:

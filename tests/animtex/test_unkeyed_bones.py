@@ -21,7 +21,7 @@ from tests.support.assets import clip_action, play
 from tests.support.scenes import native_positions
 from tests.support.snapshot import differences, snapshot
 
-#: Blender's Armature modifier and the add-on's skinning differ by float32 rounding only (as in tests/engines).
+#: Blender's Armature modifier and the add-on's skinning differ by float32 rounding (as in tests/engines).
 SLACK = 1e-6
 #: Bones Wave does not key that the file poses far from rest (degrees of rotation from rest, at least).
 UNKEYED = {"ShoulderL_15": 60.0, "LowerArmL_19": 80.0, "Middle1L_21": 60.0}
@@ -35,7 +35,8 @@ REST = {
 
 
 def keyed_bones(action) -> set[str]:
-    paths = {fc.data_path for layer in action.layers for s in layer.strips for b in s.channelbags for fc in b.fcurves}
+    bags = [b for layer in action.layers for s in layer.strips for b in s.channelbags]
+    paths = {fc.data_path for b in bags for fc in b.fcurves}
     return {p.split('"')[1] for p in paths if p.startswith("pose.bones[")}
 
 
@@ -70,9 +71,8 @@ def test_wave_bakes_unkeyed_bones_as_blender_plays_them(addon, animtex, core, ro
     scene.frame_set(7)
     start = scene_pose(arm)
     before = snapshot(scene)
-    result = animtex.bake(
-        bpy.context, arm, animtex.BakeOptions(str(tmp_path), kind=kind, precision="PNG16", name="wave"), [wave.name]
-    )
+    options = animtex.BakeOptions(str(tmp_path), kind=kind, precision="PNG16", name="wave")
+    animtex.bake(bpy.context, arm, options, [wave.name])
     # Pose, action, slot, frame, modifiers all put back; only the mesh data a bake writes is new.
     written = ("/attributes/animtex_", "/settings/uv_layer_", "/uv_layers", "/custom/_hybrid_skin_animtex")
     changed = [d for d in differences(before, snapshot(scene)) if not any(w in d for w in written)]

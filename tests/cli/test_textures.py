@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 import bpy
+import numpy as np
 import pytest
 
-from tests.support.animtex import load_bake
-from tests.support.assets import clip_action, import_gltf
+from tests.support.animtex import clip_frames, decode, load_bake, scene_pose, set_pose, to_world
+from tests.support.assets import clip_action, import_gltf, play
+from tests.support.scenes import native_positions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,3 +82,48 @@ def test_command_line(addon, core, robot, tmp_path):
         assert failed.returncode == 1 and message in failed.stderr, failed.stderr
         assert os.listdir(tmp_path / "empty") == []
     assert run_cli(str(tmp_path / "missing.blend"), "--object", "x", "--output", str(out)).returncode == 2
+
+
+def test_deform_factor_is_the_objects_own_or_the_one_given(addon, core, robot, tmp_path):
+    """VERTEX bakes the factor in: at each object's own setting by default (here 0.25, not the 0.5 default),
+    at ``--deform-factor`` when given; the sidecar records which. The texture, decoded through the mesh data
+    the bake saved, matches Blender's own Armature modifier at that factor (LBS/Preserve Volume mix)."""
+    arm, meshes = robot
+    for obj in meshes:
+        obj.hybrid_skin.deform_factor = 0.25
+    arm, names = arm.name, sorted(o.name for o in meshes)  # objects are reloaded below
+    blend = tmp_path / "robot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    wave = clip_action("Wave").name
+    for flags, want, source in (((), 0.25, "object"), (("--deform-factor", "1"), 1.0, "bake")):
+        folder = tmp_path / source
+        folder.mkdir()
+        copy = folder / "robot.blend"
+        copy.write_bytes(blend.read_bytes())
+        args = (str(copy), "--object", arm, "--actions", wave, "--precision", "EXR32")
+        done = run_cli(*args, "--output", str(folder), "--name", "wave", "--save", *flags)
+        assert done.returncode == 0, done.stderr
+        assert f"deform factor {want:g} (GLOBAL, baked in, from {source})" in done.stdout
+        bpy.ops.wm.open_mainfile(filepath=str(copy))
+        meta, texture = load_bake(core, folder / "wave.json")
+        assert meta["deform_factor"] == {"value": want, "baked": True, "mode": "GLOBAL", "source": source}
+        saved, rig = [bpy.data.objects[o] for o in names], bpy.data.objects[arm]
+        assert all(o.hybrid_skin.deform_factor == 0.25 for o in saved)  # the option leaves the file's own
+        frames, _ = clip_frames(meta["clips"][0])
+        report = meta["error_report"]
+        truth = [([], []) for _ in saved]
+        set_pose(rig, scene_pose(rig))  # as loaded: what the command line started from
+        for frame in frames[::4]:
+            play(rig, bpy.data.actions[wave], float(frame))
+            for (local, world), obj in zip(truth, saved):
+                local.append(native_positions(obj, want))
+                world.append(np.array(obj.matrix_world))
+        truth = [(np.array(p), np.array(w)) for p, w in truth]
+        got = decode(core, meta, texture, saved, 0, np.arange(len(frames))[::4].astype(float))
+        error = max(
+            np.linalg.norm(to_world(g, w) - to_world(t, w), axis=-1).max() for (t, w), g in zip(truth, got)
+        )
+        assert error <= report["frames"]["max"] + 1e-6 * report["bbox_diagonal"], (source, error)
+    for bad, message in ((("--deform-factor", "1.5"), "must lie in [0, 1]"),):
+        failed = run_cli(str(blend), "--object", arm, "--output", str(tmp_path / "bad"), *bad)
+        assert failed.returncode == 1 and message in failed.stderr, failed.stderr

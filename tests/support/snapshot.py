@@ -153,7 +153,8 @@ def mesh_snapshot(mesh: bpy.types.Mesh) -> dict:
         if attr.name.startswith("."):
             continue  # Blender's internal attributes (selection, hide, sharp flags...) are recorded by value
         field = {"FLOAT_VECTOR": ("vector", 3), "FLOAT_COLOR": ("color", 4), "BYTE_COLOR": ("color", 4),
-                 "FLOAT2": ("vector", 2), "INT32_2D": ("value", 2), "INT16_2D": ("value", 2), "QUATERNION": ("value", 4),
+                 "FLOAT2": ("vector", 2), "INT32_2D": ("value", 2), "INT16_2D": ("value", 2),
+                 "QUATERNION": ("value", 4),
                  "FLOAT4X4": ("value", 16)}.get(attr.data_type, ("value", 1))
         dtype = np.int32 if attr.data_type in ("INT", "INT8", "INT32_2D", "INT16_2D") else (
             bool if attr.data_type == "BOOLEAN" else np.float32)

@@ -123,13 +123,16 @@ def build_metadata(
     error_report: Mapping[str, Any] | None = None,
     root_motion: Sequence[Mapping[str, Any] | None] | None = None,
     unkeyed_bones: str = "scene",
+    factor: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known.
 
     ``root_motion`` has one entry per clip: its :func:`.root_motion.root_motion_track`, or ``None``
     for a clip whose mesh does not move (the clip then has no ``root_motion`` field).
     ``unkeyed_bones`` is how the bake posed bones a clip does not key: ``"scene"`` (the pose the scene
-    had at bake start, what Blender shows playing the action) or ``"rest"``.
+    had at bake start, what Blender shows playing the action) or ``"rest"``. ``factor`` is the deform
+    factor's ``mode`` (``GLOBAL``, ``VERTEX_GROUP``, ``AUTO``, ``MIXED``) and ``source`` (``object``:
+    each object's own settings; ``bake``: numbers given to the bake).
     """
     if unkeyed_bones not in UNKEYED_BONES:
         raise ValueError(f"unkeyed_bones must be one of {UNKEYED_BONES}, got {unkeyed_bones!r}")
@@ -170,7 +173,11 @@ def build_metadata(
             _clip_dict(c, texture.layout.clip_first_rows[i], tracks[i]) for i, c in enumerate(texture.clips)
         ],
         "pose": {"unkeyed_bones": unkeyed_bones},
-        "deform_factor": {"value": texture.deform_factor, "baked": kind is Kind.VERTEX},
+        "deform_factor": {
+            "value": texture.deform_factor,
+            "baked": kind is Kind.VERTEX,
+            **(factor or {"mode": "GLOBAL", "source": "object"}),
+        },
         "mesh_attributes": attrs,
         "embedded_metadata": (
             {
