@@ -384,11 +384,14 @@ class TextureBake:
         return verify.decode(texture, self.parts, clip, samples, self.bone_factor)
 
     def report(self, texture: AnimationTexture) -> dict:
-        """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip."""
+        """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip;
+        bone kinds are skinned at :attr:`bone_factor` (its ``deform_factor``; VERTEX: ``None``, baked in)."""
         with self._phase("report"):
-            return verify.bake_report(
+            report = verify.bake_report(
                 texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
             )
+        report["deform_factor"] = None if self.kind is Kind.VERTEX else self.bone_factor
+        return report
 
     def encoding_bound(self, texture: AnimationTexture) -> float:
         """Largest position error quantisation alone causes at stored frames, in scene units."""
@@ -437,6 +440,11 @@ class TextureBake:
         return texture, report, tuple((s, p.value, e) for s, p, e in choice.tried)
 
     # -------------------------------------------------------------------------------- output
+    def _mesh_to_scene_scale(self, texture: AnimationTexture) -> float:
+        """Scene units per mesh unit: the first mesh's largest axis scale at the first stored sample."""
+        world = self._stack(0, texture.clips[0].sample_frames()[:1], "world")[0, 0]
+        return float(np.linalg.norm(world[:3, :3], 2))
+
     def _write(self, texture: AnimationTexture, report: dict, tried: tuple) -> BakeResult:
         attributes = VERTEX_ATTRIBUTES if self.kind is Kind.VERTEX else BONE_ATTRIBUTES
         ext = ".png" if texture.precision.normalized else ".exr"
@@ -460,6 +468,7 @@ class TextureBake:
                 root_motion=root_motion,
                 unkeyed_bones="rest" if self.options.reset_unkeyed_to_rest else "scene",
                 factor=self.factor_record(),
+                mesh_to_scene_scale=self._mesh_to_scene_scale(texture),
             )
             write_files(
                 texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression

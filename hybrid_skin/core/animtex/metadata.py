@@ -7,7 +7,9 @@ Dicts and strings only (no files): the Blender side decides where the image and 
 ``schema.json`` beside this module is the JSON Schema (draft 2020-12) of what :func:`build_metadata`
 writes; :func:`loads` does the few checks runtime code relies on without needing ``jsonschema``.
 Format history: version 1 is the first. Optional fields added since, which readers of version 1 may
-ignore: a clip's ``root_motion`` (:mod:`.root_motion`).
+ignore: a clip's ``root_motion`` (:mod:`.root_motion`); ``pose``, ``units``, ``import_settings``,
+``deform_factor.mode``/``source`` and ``error_report.deform_factor`` (issue 13). The specification a
+decoder is written from is ``shaders/FORMAT.md``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from .texture import AnimationTexture
 
 __all__ = [
     "DEFAULT_MESH_ATTRIBUTES",
+    "ORIGIN",
+    "UNKEYED_BONES",
+    "import_settings",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "build_metadata",
@@ -60,6 +65,21 @@ _CHANNEL_RULE = {
     Precision.EXR32: "stored float",
 }
 
+#: Row order (``layout.origin``): the same in PNG and EXR files, see shaders/FORMAT.md.
+ORIGIN = (
+    "bottom-up: texture row y is image row height - 1 - y as a PNG or EXR reader returns rows (top row "
+    "first), so row 0 is the last row stored in the file; texelFetch y = 0 in OpenGL, Blender "
+    "Image.pixels row 0; power-of-two padding is at the top of the image (the first rows read)"
+)
+
+#: Pixel format an engine must import each precision as (``import_settings.pixel_format``).
+PIXEL_FORMATS = {
+    Precision.PNG8: "RGBA8_UNORM",
+    Precision.PNG16: "RGBA16_UNORM",
+    Precision.EXR16: "RGBA16_FLOAT",
+    Precision.EXR32: "RGBA32_FLOAT",
+}
+
 _TEXEL_FORMULA = (
     "x = (item % items_per_row) * texels_per_item + slot; "
     "y = clip.first_row + frame * rows_per_frame + item // items_per_row; "
@@ -86,7 +106,7 @@ def _layout_dict(lay: TextureLayout) -> dict[str, Any]:
         "guard_frames": GUARD_FRAMES,
         "power_of_two": lay.power_of_two,
         "max_width": lay.max_width,
-        "origin": "row 0 is the first row of pixel data: texelFetch y = 0, Blender Image.pixels row 0",
+        "origin": ORIGIN,
         "texel": _TEXEL_FORMULA,
     }
 
@@ -115,6 +135,23 @@ def _clip_dict(clip: Clip, first_row: int, root_motion: Mapping[str, Any] | None
     return entry
 
 
+def import_settings(texture: AnimationTexture) -> dict[str, Any]:
+    """How an engine must import the image: data, exact size, nearest texels (shaders/FORMAT.md)."""
+    lay = texture.layout
+    return {
+        "pixel_format": PIXEL_FORMATS[texture.precision],
+        "srgb": False,
+        "compression": "none",
+        "filter": "nearest",
+        "mipmaps": False,
+        "npot": "none",
+        "max_size": max(lay.width, lay.height),
+        "wrap": "clamp",
+        "premultiplied_alpha": False,
+        "row_order": "bottom_up",
+    }
+
+
 def build_metadata(
     texture: AnimationTexture,
     *,
@@ -124,6 +161,7 @@ def build_metadata(
     root_motion: Sequence[Mapping[str, Any] | None] | None = None,
     unkeyed_bones: str = "scene",
     factor: Mapping[str, str] | None = None,
+    mesh_to_scene_scale: float | None = None,
 ) -> dict[str, Any]:
     """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known.
 
@@ -132,7 +170,9 @@ def build_metadata(
     ``unkeyed_bones`` is how the bake posed bones a clip does not key: ``"scene"`` (the pose the scene
     had at bake start, what Blender shows playing the action) or ``"rest"``. ``factor`` is the deform
     factor's ``mode`` (``GLOBAL``, ``VERTEX_GROUP``, ``AUTO``, ``MIXED``) and ``source`` (``object``:
-    each object's own settings; ``bake``: numbers given to the bake).
+    each object's own settings; ``bake``: numbers given to the bake). ``mesh_to_scene_scale`` is how
+    many scene units one mesh unit is (the first mesh's world matrix at the first sample, its largest
+    axis scale): texture values are in mesh units, the error report in scene units.
     """
     if unkeyed_bones not in UNKEYED_BONES:
         raise ValueError(f"unkeyed_bones must be one of {UNKEYED_BONES}, got {unkeyed_bones!r}")
@@ -158,6 +198,12 @@ def build_metadata(
             "filter": "nearest",
             "mipmaps": False,
         },
+        "import_settings": import_settings(texture),
+        "units": {
+            "values": "mesh",
+            "error_report": "scene",
+            "mesh_to_scene_scale": None if mesh_to_scene_scale is None else float(mesh_to_scene_scale),
+        },
         "layout": _layout_dict(texture.layout),
         "slots": [{"name": n, "channels": c} for n, c in _SLOTS[kind]],
         "decode": {
@@ -176,7 +222,7 @@ def build_metadata(
         "deform_factor": {
             "value": texture.deform_factor,
             "baked": kind is Kind.VERTEX,
-            **(factor or {"mode": "GLOBAL", "source": "object"}),
+            **(factor or {}),
         },
         "mesh_attributes": attrs,
         "embedded_metadata": (
