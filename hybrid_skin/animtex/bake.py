@@ -56,7 +56,14 @@ from ..core.animtex import (
     root_motion_track,
     verify,
 )
-from ..core.animtex.samples import FrameSample, Samples, clip_frames, frame_key, stack_samples
+from ..core.animtex.samples import (
+    EXTREME_FACTORS,
+    FrameSample,
+    Samples,
+    clip_frames,
+    frame_key,
+    stack_samples,
+)
 from ..errors import HybridSkinError
 from ..skin import bind
 from ..skin.bind import MeshBind
@@ -233,7 +240,7 @@ class TextureBake:
     def _evaluate(self, depsgraph, phase: str) -> FrameSample:
         """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
         data), ``truth`` for bone kinds (only the error report reads it)."""
-        positions, normals = [], []
+        positions, normals, extremes = [], [], []
         bones = self.kind is not Kind.VERTEX
         with self._phase(phase):
             binds = self._binds(depsgraph)
@@ -244,11 +251,15 @@ class TextureBake:
                 p, n = pose.skin(wanted.values(pose), normals=True)
                 positions.append(p)
                 normals.append(n)
+                if bones:  # the report's worst over every runtime factor (EXTREME_FACTORS)
+                    extremes.append(np.stack([pose.skin(f)[0] for f in EXTREME_FACTORS]))
         with self._phase(phase):
             matrices = palette.skinning_matrices(posed[0], self.rest_bone) if bones else None
             world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
         join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
-        return FrameSample(join(positions), join(normals), matrices, np.array(world, dtype=np.float64))
+        world = np.array(world, dtype=np.float64)
+        ends = np.concatenate(extremes, axis=1) if bones else None
+        return FrameSample(join(positions), join(normals), matrices, world, ends)
 
     def _prepare_bones(self, depsgraph) -> None:
         """Palette names, pivots and per-vertex influences (bone kinds), checked at the start frame."""

@@ -13,7 +13,7 @@ import numpy as np
 from .layout import Clip
 from .report import mid_samples
 
-__all__ = ["FrameSample", "Samples", "clip_frames", "frame_key", "stack_samples"]
+__all__ = ["EXTREME_FACTORS", "FrameSample", "Samples", "clip_frames", "frame_key", "stack_samples"]
 
 
 @dataclass
@@ -24,6 +24,15 @@ class FrameSample:
     normals: np.ndarray
     matrices: np.ndarray | None  # (B, 4, 4) palette skinning matrices in mesh space (bone kinds)
     world: np.ndarray  # (P, 4, 4) each part's object matrix at this frame: errors are in scene units
+    #: (2, N_total, 3) truth at deform factors 0 and 1 (:data:`EXTREME_FACTORS`; bone kinds): the
+    #: runtime picks the factor, and the error at any factor in [0, 1] is at most the larger of these.
+    extremes: np.ndarray | None = None
+
+
+#: The deform factors at which the bone kinds' error is also measured: positions are affine in the
+#: factor (truth and playback alike), so the error's length at any factor in [0, 1] is at most the
+#: larger of its lengths at 0 and 1.
+EXTREME_FACTORS = (0.0, 1.0)
 
 
 #: ``(clip index, frame key)`` → the sample taken there.

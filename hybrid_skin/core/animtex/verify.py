@@ -30,10 +30,18 @@ from .decode import (
 from .layout import Kind
 from .quantize import error_bound
 from .report import ErrorAccumulator, error_report, mid_samples, normal_angles, position_errors
-from .samples import Samples, clip_frames, frame_key
+from .samples import EXTREME_FACTORS, Samples, clip_frames, frame_key
 from .texture import AnimationTexture
 
-__all__ = ["DECODE_CHUNK", "BakedPart", "bake_report", "decode", "encoding_bound", "scene_diagonal"]
+__all__ = [
+    "DECODE_CHUNK",
+    "BakedPart",
+    "bake_report",
+    "decode",
+    "encoding_bound",
+    "factor_extremes",
+    "scene_diagonal",
+]
 
 #: Vertices x samples decoded at once for the error report (bounds the decoders' working memory).
 DECODE_CHUNK = 1 << 18
@@ -180,6 +188,29 @@ def _bone_samples(
                 yield name, at + j, positions, normals
 
 
+def factor_extremes(
+    texture: AnimationTexture, parts: list[BakedPart], sampled: Samples, diagonal: float
+) -> list[dict]:
+    """Bone kinds: the error over every stored and halfway sample at each of :data:`EXTREME_FACTORS`
+    (decoded and true positions skinned at that factor), ``[{"deform_factor", "frames", "mid_frames",
+    "overall"}]``."""
+    out = []
+    for index, f in enumerate(EXTREME_FACTORS):
+        errors = {name: ErrorAccumulator(keep_batches=True) for name in ("frames", "mid_frames")}
+        for ci, clip in enumerate(texture.clips):
+            frames = dict(zip(("frames", "mid_frames"), clip_frames(clip)))
+            for name, j, got_p, _ in _bone_samples(texture, parts, ci, f):
+                truth = sampled[(ci, frame_key(frames[name][j]))]
+                for i, p in enumerate(parts):
+                    part = slice(p.start, p.stop)
+                    linear = truth.world[i, :3, :3]
+                    errors[name].add(position_errors(truth.extremes[index][part], got_p[part], linear))
+        stats = {name: e.stats(diagonal) if e.count else None for name, e in errors.items()}
+        overall = ErrorAccumulator.chain(errors["frames"], errors["mid_frames"]).stats(diagonal)
+        out.append({"deform_factor": f, **stats, "overall": overall})
+    return out
+
+
 def bake_report(
     texture: AnimationTexture,
     parts: list[BakedPart],
@@ -217,4 +248,9 @@ def bake_report(
                 "normal_angle_deg": ErrorAccumulator.chain(angles["frames"], angles["mid_frames"]).stats(),
             }
         )
-    return error_report(clips, diagonal=diagonal, encoding_bound=encoding_bound(texture, parts, sampled))
+    report = error_report(clips, diagonal=diagonal, encoding_bound=encoding_bound(texture, parts, sampled))
+    if texture.kind is not Kind.VERTEX and all(s.extremes is not None for s in sampled.values()):
+        report["by_deform_factor"] = factor_extremes(texture, parts, sampled, diagonal)
+        worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]
+        report["any_deform_factor_max"] = max(s["max"] for s in worst if s is not None)
+    return report
