@@ -60,6 +60,7 @@ from ..errors import HybridSkinError
 from ..skin import bind
 from ..skin.bind import MeshBind
 from . import palette
+from .corners import CornerItems
 from .files import (
     BONE_ATTRIBUTES,
     PNG_COMPRESSION,
@@ -147,6 +148,8 @@ class TextureBake:
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
+        self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
         self.samples: Samples = {}
         self.warnings: list[str] = []
         self.timings: dict[str, float] = defaultdict(float)
@@ -207,7 +210,7 @@ class TextureBake:
     def _evaluate(self, depsgraph, phase: str) -> FrameSample:
         """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
         data), ``truth`` for bone kinds (only the error report reads it)."""
-        positions, normals = [], []
+        positions, normals, factors = [], [], []
         bones = self.kind is not Kind.VERTEX
         with self._phase(phase):
             binds = self._binds(depsgraph)
@@ -215,14 +218,20 @@ class TextureBake:
             posed = [b.posed(depsgraph) for b in binds]
             for part, pose in zip(self.parts, posed):
                 wanted = factor.resolve(part.obj, pose.bind, self.bone_factor if bones else None)
-                p, n = pose.skin(wanted.values(pose), normals=True)
+                factors.append(wanted.values(pose))
+                p, n = pose.skin(factors[-1], normals=True)
                 positions.append(p)
                 normals.append(n)
+            if not bones:  # the texture's items: vertices, then further corner normal groups
+                item_positions, item_normals = self.items.frame(posed, factors, positions, normals)
         with self._phase(phase):
             matrices = palette.skinning_matrices(posed[0], self.rest_bone) if bones else None
             world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
+        world = np.array(world, dtype=np.float64)
+        if not bones:
+            return FrameSample(item_positions, item_normals, None, world)
         join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
-        return FrameSample(join(positions), join(normals), matrices, np.array(world, dtype=np.float64))
+        return FrameSample(join(positions), join(normals), matrices, world)
 
     def _prepare_bones(self, depsgraph) -> None:
         """Palette names, pivots and per-vertex influences (bone kinds), checked at the start frame."""
@@ -329,7 +338,7 @@ class TextureBake:
         frames = [c.sample_frames() for c in clips]
         try:
             if self.kind is Kind.VERTEX:
-                base = np.concatenate([p.base for p in self.parts])
+                base = self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
                 positions = [self._stack(ci, f, "positions") for ci, f in enumerate(frames)]
                 normals = [self._stack(ci, f, "normals") for ci, f in enumerate(frames)]
                 return encode_vertex_animation(
@@ -352,13 +361,25 @@ class TextureBake:
         self, texture: AnimationTexture, clip: int, samples: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Positions (mesh-local) and normals ``(S, N, 3)`` as playback shows them at ``samples``."""
-        return verify.decode(texture, self.parts, clip, samples, self.bone_factor)
+        return verify.decode(texture, self.parts, clip, samples, self.bone_factor, self._rest_items)
+
+    @property
+    def _rest_items(self) -> np.ndarray | None:
+        """VERTEX: every item's rest position (the vertices, then the extra corner groups')."""
+        if self.items is None:
+            return None
+        return self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
 
     def report(self, texture: AnimationTexture) -> dict:
         """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip."""
         with self._phase("report"):
             return verify.bake_report(
-                texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
+                texture,
+                self.parts,
+                self.samples,
+                diagonal=self.diagonal,
+                bone_factor=self.bone_factor,
+                rest_items=self._rest_items,
             )
 
     def encoding_bound(self, texture: AnimationTexture) -> float:
@@ -435,8 +456,8 @@ class TextureBake:
             )
         with self._phase("mesh_data"):
             if self.options.write_mesh_data:
-                for part in self.parts:
-                    write_mesh_data(part, texture)
+                for i, part in enumerate(self.parts):
+                    write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}
         result = BakeResult(image_path, json_path, texture, meta, report, tried, self.warnings, timings)
         if self.target is not None:
