@@ -5,8 +5,9 @@
 Blender's glTF exporter writes custom attributes only when their names start with "_" (upper-cased in the
 file: ``_ANIMTEX_INDEX``); the bake names them as the sidecar says (``animtex_index``, ...). Until the
 one-export work (issue 14 §5) writes them under exporter-friendly names itself, this copies each of them
-(point and corner attributes: ``animtex_corner_index`` is per face corner) to ``_<name>`` and adds the test-only ``_hs_vertex`` (each vertex's index in its Blender mesh, to pair the
-exporter's split vertices with Blender's evaluation). The meshes go out in their own coordinates
+(point and corner attributes: ``animtex_corner_index`` is per face corner) to ``_<name>`` and adds the
+test-only ``_hs_vertex`` (each vertex's index in its Blender mesh, to pair the exporter's split vertices
+with Blender's evaluation). The meshes go out in their own coordinates
 (no skin, no modifiers; Z up as in Blender, or with ``--y-up`` converted to glTF's Y up the way the
 exporter does by default): the animation textures are in the Z-up mesh space.
 """
