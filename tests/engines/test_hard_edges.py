@@ -2,8 +2,9 @@
 normals.
 
 A two-bone rig with flat-shaded boxes and a sphere with custom split normals
-(:mod:`tests.support.hard_edges`) is baked as VERTEX with the command line and exported as glTF (:mod:`tests.engines.bakes`): the exporter
-splits the vertices whose corners carry different normals, as engines do. The page plays stored frames
+(:mod:`tests.support.hard_edges`) is baked as VERTEX with the command line and exported as glTF
+(:mod:`tests.engines.bakes`): the exporter splits the vertices whose corners carry different normals,
+as engines do. The page plays stored frames
 in headless Chromium and reads back every exported vertex's normal as the runtime's GLSL computes it
 (each split vertex finds its own item through ``animtex_corner_index``, or through the texel UV map).
 
