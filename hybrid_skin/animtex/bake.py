@@ -61,6 +61,7 @@ from ..skin import bind
 from ..skin.bind import MeshBind
 from . import palette
 from .corners import CornerItems
+from .export import check_names, write_gltf
 from .files import (
     BONE_ATTRIBUTES,
     PNG_COMPRESSION,
@@ -110,6 +111,8 @@ class BakeOptions:
     write_mesh_data: bool = True
     name: str = ""
     png_compression: int = PNG_COMPRESSION
+    #: Also write the baked meshes as ``<name>.glb`` with the mesh data (needs ``write_mesh_data``).
+    export_gltf: bool = False
 
 
 @dataclass
@@ -122,6 +125,7 @@ class BakeResult:
     tried: tuple = ()
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
+    gltf_path: str = ""  # the meshes as glTF (``BakeOptions.export_gltf``)
 
 
 class TextureBake:
@@ -147,7 +151,14 @@ class TextureBake:
         self.directory = check_directory(options.directory)
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
+        if options.export_gltf and not options.write_mesh_data:
+            raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        if options.export_gltf:  # before anything is written: the export's names must be free
+            check_names(
+                self.parts,
+                list((VERTEX_ATTRIBUTES if self.kind is Kind.VERTEX else BONE_ATTRIBUTES).values()),
+            )
         # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
         self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
         self.samples: Samples = {}
@@ -458,8 +469,14 @@ class TextureBake:
             if self.options.write_mesh_data:
                 for i, part in enumerate(self.parts):
                     write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
+            gltf_path = ""
+            if self.options.export_gltf:
+                gltf_path = os.path.join(self.directory, self.stem + ".glb")
+                write_gltf(self.parts, gltf_path, list(attributes.values()))
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}
-        result = BakeResult(image_path, json_path, texture, meta, report, tried, self.warnings, timings)
+        result = BakeResult(
+            image_path, json_path, texture, meta, report, tried, self.warnings, timings, gltf_path
+        )
         if self.target is not None:
             store_summary(self.target, result)
         return result
