@@ -2,11 +2,11 @@
 normals.
 
 A two-bone rig with flat-shaded boxes and a sphere with custom split normals
-(:mod:`tests.support.hard_edges`) is baked as VERTEX with the command line and exported as glTF
-(:mod:`tests.engines.bakes`): the exporter splits the vertices whose corners carry different normals,
-as engines do. The page plays stored frames
-in headless Chromium and reads back every exported vertex's normal as the runtime's GLSL computes it
-(each split vertex finds its own item through ``animtex_corner_index``, or through the texel UV map).
+(:mod:`tests.support.hard_edges`) is baked as VERTEX with the command line, which writes the meshes as .glb
+(:mod:`tests.engines.bakes`): Blender's glTF exporter splits the vertices whose corners carry different
+normals, as engines do. The page plays stored frames in headless Chromium and reads back every exported
+vertex's normal as the runtime's GLSL computes it (each split vertex finds its own item through
+``animtex_corner_index``, or through the texel UV map).
 
 Truth: Blender's corner normals of the evaluated meshes (Armature modifier on) at the same frames, for the
 corners of each exported vertex (the corners the bake gave that vertex's item). Within 1°.
@@ -45,11 +45,11 @@ def test_runtime_normals_are_blenders_split_normals(hard_bake, page_server):
     clip = meta["clips"][0]
     jobs = [instance(clip, s) for s in SAMPLES]
     folder = f"/data/{hard_bake.folder.name}"
-    spec = {"sidecar": f"{folder}/{hard_bake.sidecar.name}", "gltf": f"{folder}/{hard_bake.gltf.name}",
-            "time": TIME, "instances": jobs}  # fmt: skip
+    spec = {"sidecar": f"{folder}/{hard_bake.sidecar.name}", "gltf": f"{folder}/{hard_bake.glb.name}",
+            "yUp": True, "time": TIME, "instances": jobs}  # fmt: skip
     characters = [{**spec, "id": "index"}, {**spec, "id": "uv", "itemFromUv": "uv"}]
     result = page_server.run_page("three.html", {"mode": "readback", "characters": characters}, timeout=600)
-    results = {c["id"]: parts_of(c, len(jobs)) for c in result["characters"]}
+    results = {c["id"]: parts_of({**c, "yUp": True}, len(jobs)) for c in result["characters"]}
 
     # Blender's side: the baked .blend (its mesh data holds the corner items), played at each frame
     bpy.ops.wm.open_mainfile(filepath=str(hard_bake.folder / "hard.blend"), load_ui=False)
