@@ -9,6 +9,9 @@ leftover attribute and keep their selection.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import bpy
 import numpy as np
@@ -17,6 +20,8 @@ import pytest
 from tests.support.animtex import bake, coordinates, load_bake, mesh_attribute
 from tests.support.gltf import read_gltf
 from tests.support.hard_edges import hard_scene
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def blender_axes(v: np.ndarray) -> np.ndarray:
@@ -88,3 +93,23 @@ def test_export_needs_the_mesh_data(addon, tmp_path):
             directory=str(tmp_path), file_name="hard", export_gltf=True, write_mesh_data=False
         )
     assert os.listdir(tmp_path) == []
+
+
+def test_command_line_flag(addon, core, tmp_path):
+    arm, meshes = hard_scene()
+    blend = tmp_path / "hard.blend"
+    action = arm.animation_data.action.name
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    before = blend.read_bytes()
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "hybrid_skin", "bake-textures", str(blend), "--object", arm.name,
+         "--actions", action, "--output", str(out), "--name", "hard", "--gltf"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(out)) == ["hard.glb", "hard.json", "hard.png"]
+    assert str(out / "hard.glb") in done.stdout
+    assert blend.read_bytes() == before  # without --save the .blend is left alone
+    nodes = read_gltf(out / "hard.glb")
+    assert len(np.unique(nodes["Boxes"]["_ANIMTEX_CORNER_INDEX"])) == 48
