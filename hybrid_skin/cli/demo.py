@@ -50,12 +50,8 @@ def default_asset() -> Path:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     default = f"$HYBRID_SKIN_ASSETS or <repo>/assets/{DEFAULT_ASSET}"
     parser.add_argument("--asset", type=Path, default=None, help=f"rigged .glb/.gltf (default: {default})")
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=DEFAULT_OUTPUT,
-        help=f"folder for the pictures, textures and .blend (default: {DEFAULT_OUTPUT})",
-    )
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
+                        help=f"folder for the pictures, textures and .blend (default: {DEFAULT_OUTPUT})")
 
 
 class StepFailed(Exception):
@@ -104,11 +100,8 @@ def skinned_objects() -> list:
     import bpy
 
     return sorted(
-        (
-            o
-            for o in bpy.data.objects
-            if o.type == "MESH" and any(m.type == "ARMATURE" and m.object is not None for m in o.modifiers)
-        ),
+        (o for o in bpy.data.objects
+         if o.type == "MESH" and any(m.type == "ARMATURE" and m.object is not None for m in o.modifiers)),
         key=lambda o: o.name,
     )
 
@@ -263,16 +256,13 @@ def render_pose(objects, armature, actions, output: Path) -> str:
     path = output / "comparison.png"
     with twisted(armature, bone, PICTURE_TWIST_DEGREES):
         try:
-            comparison.render_comparison(
-                bpy.context, obj, path, width=320, height=400, auto_panel=True, color=PICTURE_COLOR
-            )
+            comparison.render_comparison(bpy.context, obj, path, width=320, height=400, auto_panel=True,
+                                         color=PICTURE_COLOR)
         except Exception as err:  # no GPU context on this machine, or an unwritable folder: say which
             raise StepFailed(f"could not draw the comparison ({type(err).__name__}: {err})") from None
     name = _action_name(action, armature)
-    return (
-        f"{path.name}: '{obj.name}' at '{name}' frame {frame:g}, '{bone}' twisted "
-        f"{PICTURE_TWIST_DEGREES:g}° (LBS and DQS {100 * gap:.0f}% of its size apart)"
-    )
+    return (f"{path.name}: '{obj.name}' at '{name}' frame {frame:g}, '{bone}' twisted "
+            f"{PICTURE_TWIST_DEGREES:g}° (LBS and DQS {100 * gap:.0f}% of its size apart)")
 
 
 def bake_textures(armature, actions, output: Path) -> str:
@@ -284,10 +274,7 @@ def bake_textures(armature, actions, output: Path) -> str:
     folder = output / "textures"
     folder.mkdir(parents=True, exist_ok=True)
     options = animtex_bake.BakeOptions(
-        directory=str(folder),
-        kind="BONE_DQ",
-        precision="PNG16",
-        name="robot_bone_dq",
+        directory=str(folder), kind="BONE_DQ", precision="PNG16", name="robot_bone_dq",
         write_mesh_data=True,
     )
     try:
@@ -297,10 +284,8 @@ def bake_textures(armature, actions, output: Path) -> str:
     overall = result.report["overall"]
     clips = ", ".join(_action_name(a, armature) for a in actions)
     files = f"{Path(result.image_path).name} + {Path(result.json_path).name}"
-    return (
-        f"{len(actions)} clips ({clips}) → {files}; "
-        f"decoded vs Blender: max {overall['max']:.2g} ({overall['max_percent']:.2g}% of the size)"
-    )
+    return (f"{len(actions)} clips ({clips}) → {files}; "
+            f"decoded vs Blender: max {overall['max']:.2g} ({overall['max_percent']:.2g}% of the size)")
 
 
 def bake_shape_keys(objects, armature, actions) -> str:
@@ -338,12 +323,9 @@ def save_blend(path: Path) -> str:
 def run(args: argparse.Namespace) -> int:
     asset = (args.asset or default_asset()).expanduser()
     if not asset.is_file():
-        print(
-            f"error: demo asset not found: {asset}\n"
-            "  pass --asset PATH, or set HYBRID_SKIN_ASSETS to the folder holding "
-            f"{DEFAULT_ASSET}",
-            file=sys.stderr,
-        )
+        print(f"error: demo asset not found: {asset}\n"
+              "  pass --asset PATH, or set HYBRID_SKIN_ASSETS to the folder holding "
+              f"{DEFAULT_ASSET}", file=sys.stderr)
         return 2
     output = args.output.expanduser().resolve()
     try:
@@ -368,9 +350,8 @@ def run(args: argparse.Namespace) -> int:
         with quiet():
             save_blend(blend)  # saved early: the texture bake records its files relative to it
         progress.run("Compare with Blender", lambda: compare_with_blender(objects, armature, actions))
-        progress.run(
-            "Render LBS | hybrid | Auto | DQS", lambda: render_pose(objects, armature, actions, output)
-        )
+        progress.run("Render LBS | hybrid | Auto | DQS",
+                     lambda: render_pose(objects, armature, actions, output))
         progress.run("Bake animation textures", lambda: bake_textures(armature, actions, output))
         progress.run("Bake shape keys", lambda: bake_shape_keys(objects, armature, actions))
         progress.run("Save", lambda: save_blend(blend))

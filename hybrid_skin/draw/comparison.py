@@ -50,14 +50,12 @@ def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def _perspective(fov_y: float, aspect: float, near: float, far: float) -> np.ndarray:
     f = 1.0 / math.tan(fov_y / 2.0)
-    return np.array(
-        [
-            [f / aspect, 0.0, 0.0, 0.0],
-            [0.0, f, 0.0, 0.0],
-            [0.0, 0.0, (far + near) / (near - far), 2.0 * far * near / (near - far)],
-            [0.0, 0.0, -1.0, 0.0],
-        ]
-    )
+    return np.array([
+        [f / aspect, 0.0, 0.0, 0.0],
+        [0.0, f, 0.0, 0.0],
+        [0.0, 0.0, (far + near) / (near - far), 2.0 * far * near / (near - far)],
+        [0.0, 0.0, -1.0, 0.0],
+    ])
 
 
 def frame_bounds(points_world: np.ndarray, aspect: float) -> np.ndarray:
@@ -126,17 +124,9 @@ def _save_png(pixels: np.ndarray, filepath: Path) -> None:
         bpy.data.images.remove(image)
 
 
-def render_comparison(
-    context_or_scene,
-    obj: bpy.types.Object | Sequence[bpy.types.Object],
-    filepath: str | Path,
-    width: int = 512,
-    height: int = 512,
-    *,
-    supersample: int = 2,
-    auto_panel: bool = False,
-    color: tuple[float, float, float] | None = None,
-) -> Path:
+def render_comparison(context_or_scene, obj: bpy.types.Object | Sequence[bpy.types.Object],
+                      filepath: str | Path, width: int = 512, height: int = 512, *, supersample: int = 2,
+                      auto_panel: bool = False, color: tuple[float, float, float] | None = None) -> Path:
     """Render LBS | hybrid (the object's own factor) | DQS of ``obj`` at the current frame into a PNG.
 
     ``context_or_scene``: a ``bpy.types.Context`` or a ``Scene``. ``obj``: one mesh, or several drawn
@@ -187,9 +177,8 @@ def render_comparison(
             _draw_labels([text for text, _override in panels], panel_w, full_h, supersample)
             # Read as FLOAT into numpy-owned memory: numpy views of a "UBYTE" Buffer come out garbled.
             raw = np.zeros((full_h, panel_w * count, 4), dtype=np.float32)
-            framebuffer.read_color(
-                0, 0, panel_w * count, full_h, 4, 0, "FLOAT", data=gpu.types.Buffer("FLOAT", raw.shape, raw)
-            )
+            framebuffer.read_color(0, 0, panel_w * count, full_h, 4, 0, "FLOAT",
+                                   data=gpu.types.Buffer("FLOAT", raw.shape, raw))
     finally:
         offscreen.free()
         for part in parts:
@@ -210,12 +199,8 @@ AUTO = "AUTO"
 class _Part:
     """One mesh of a comparison: its posed bind, factor and GPU skin (created by :meth:`upload`)."""
 
-    def __init__(
-        self,
-        obj: bpy.types.Object,
-        depsgraph: bpy.types.Depsgraph,
-        color: tuple[float, float, float] | None = None,
-    ) -> None:
+    def __init__(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph,
+                 color: tuple[float, float, float] | None = None) -> None:
         self.obj = obj
         # opaque panels: the PNG has no transparency
         self.color = (*(display_color(obj)[:3] if color is None else color), 1.0)
@@ -234,9 +219,8 @@ class _Part:
     def upload(self) -> None:
         bound = self.posed.bind
         self.gpu_skin = GpuSkin(bound, bridge.surface(self.obj.data), self._own_factor())
-        self.gpu_skin.update_pose(
-            self.posed.palette, self.posed.target_to_armature, auto_bone_data=self.posed.auto_bone_data()
-        )  # O(bones): for an Auto panel
+        self.gpu_skin.update_pose(self.posed.palette, self.posed.target_to_armature,
+                                  auto_bone_data=self.posed.auto_bone_data())  # O(bones): for an Auto panel
 
     def draw(self, view_projection: np.ndarray, override: float | str | None) -> None:
         color = self.color

@@ -69,12 +69,8 @@ class GpuSkin:
     ``bridge.surface``. ``factor``: the deform factor to draw with (see :meth:`set_factor`).
     """
 
-    def __init__(
-        self,
-        source: SkinSource,
-        surface: tuple[np.ndarray, np.ndarray, np.ndarray],
-        factor: DeformFactor | None = None,
-    ) -> None:
+    def __init__(self, source: SkinSource, surface: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 factor: DeformFactor | None = None) -> None:
         n = source.binding.vertex_count
         self.source = source
         self.vertex_count = n
@@ -139,9 +135,8 @@ class GpuSkin:
         self._upload_factor_map()
 
     def _upload_factor_map(self) -> None:
-        self._corner_factors = vertex_buffer(
-            {"factor_map": self._factor_map[self._corner_vertex]}, self.corner_count
-        )
+        self._corner_factors = vertex_buffer({"factor_map": self._factor_map[self._corner_vertex]},
+                                              self.corner_count)
         self._batch = None
         if self._index_buffer is not None:
             self._batch = gpu.types.GPUBatch(type="TRIS", buf=self._corner_buffer, elem=self._index_buffer)
@@ -179,14 +174,8 @@ class GpuSkin:
 
     # -- per frame --------------------------------------------------------------------------------------
 
-    def update_pose(
-        self,
-        palette: BonePalette,
-        target_to_armature: np.ndarray,
-        binding: SkinBinding | None = None,
-        *,
-        auto_bone_data: np.ndarray | None = None,
-    ) -> None:
+    def update_pose(self, palette: BonePalette, target_to_armature: np.ndarray,
+                    binding: SkinBinding | None = None, *, auto_bone_data: np.ndarray | None = None) -> None:
         """Upload this frame's bones (O(bones); no per-vertex work).
 
         ``auto_bone_data``: the ``(B, 4)`` per-bone twist and swing of this pose
@@ -244,16 +233,9 @@ class GpuSkin:
 
     # -- drawing ----------------------------------------------------------------------------------------
 
-    def draw(
-        self,
-        view_projection: np.ndarray,
-        object_matrix: np.ndarray,
-        color: tuple[float, ...] = (0.8, 0.8, 0.8, 1.0),
-        *,
-        deform_factor: float | None = None,
-        variant: str = "hybrid",
-        encode_srgb: bool = False,
-    ) -> None:
+    def draw(self, view_projection: np.ndarray, object_matrix: np.ndarray,
+             color: tuple[float, ...] = (0.8, 0.8, 0.8, 1.0), *, deform_factor: float | None = None,
+             variant: str = "hybrid", encode_srgb: bool = False) -> None:
         """Draw the skinned mesh, depth-tested, into the bound framebuffer.
 
         ``view_projection`` (world → clip) and ``object_matrix`` (the mesh object's world matrix) are
@@ -268,12 +250,9 @@ class GpuSkin:
         rgba = tuple(color) + (1.0,) * (4 - len(color))
         world_from_armature = np.asarray(object_matrix, dtype=np.float64) @ self._armature_to_target
         params = self._params(
-            world_from_armature,
-            deform_factor,
+            world_from_armature, deform_factor,
             view_projection=np.asarray(view_projection, dtype=np.float64),
-            color=rgba,
-            eye=tuple(eye_from_view_projection(view_projection)),
-            encode_srgb=encode_srgb,
+            color=rgba, eye=tuple(eye_from_view_projection(view_projection)), encode_srgb=encode_srgb,
         )
         program = shaders.get("viewport", variant)
         saved = (gpu.state.depth_test_get(), gpu.state.depth_mask_get(), gpu.state.blend_get())
@@ -289,9 +268,8 @@ class GpuSkin:
             gpu.state.depth_mask_set(saved[1])
             gpu.state.blend_set(saved[2])
 
-    def readback(
-        self, *, normals: bool = False, deform_factor: float | None = None, variant: str = "hybrid"
-    ) -> np.ndarray:
+    def readback(self, *, normals: bool = False, deform_factor: float | None = None,
+                 variant: str = "hybrid") -> np.ndarray:
         """Skinned positions (or unit normals) ``(N, 3)`` float32 in mesh space, computed by the shader
         library on the GPU: one point per vertex into an RGBA32F offscreen target, read back."""
         output = "normals" if normals else "positions"
@@ -310,20 +288,16 @@ class GpuSkin:
         height = math.ceil(n / width)
         if self._readback_batch is None:
             if self._readback_buffer is None:
-                self._readback_buffer = vertex_buffer(
-                    {
-                        "rest_position": self._rest_positions,
-                        "rest_normal": self._rest_normals,
-                        "skin_span": self._span,
-                        "skin_influence": self._influence,
-                    },
-                    n,
-                )
+                self._readback_buffer = vertex_buffer({
+                    "rest_position": self._rest_positions,
+                    "rest_normal": self._rest_normals,
+                    "skin_span": self._span,
+                    "skin_influence": self._influence,
+                }, n)
             self._readback_batch = gpu.types.GPUBatch(type="POINTS", buf=self._readback_buffer)
             self._readback_batch.vertbuf_add(vertex_buffer({"factor_map": self._factor_map}, n))
-        params = self._params(
-            self._armature_to_target, deform_factor, readback=output, target_size=(width, height)
-        )
+        params = self._params(self._armature_to_target, deform_factor,
+                              readback=output, target_size=(width, height))
         program = shaders.get("readback", variant)
         pixels = np.zeros((height, width, 4), dtype=np.float32)
         offscreen = gpu.types.GPUOffScreen(width, height, format="RGBA32F")
@@ -336,9 +310,8 @@ class GpuSkin:
                 gpu.state.point_size_set(1.0)
                 program.bind(params, self._bones, self._influences)
                 self._readback_batch.draw(program.shader)
-                framebuffer.read_color(
-                    0, 0, width, height, 4, 0, "FLOAT", data=gpu.types.Buffer("FLOAT", pixels.shape, pixels)
-                )
+                framebuffer.read_color(0, 0, width, height, 4, 0, "FLOAT",
+                                       data=gpu.types.Buffer("FLOAT", pixels.shape, pixels))
         finally:
             offscreen.free()
         flat = pixels.reshape(-1, 4)[:n]
