@@ -6,7 +6,8 @@ browser loads; :mod:`tests.engines.export_gltf` writes a second copy in Blender'
 runtime's axis change is exact, and for the crowd picture. The truth is evaluated in this process on a fresh
 import of the same file: Blender's native Armature modifier (LBS), its Preserve Volume (DQS) or its
 two-modifier mix for a factor in between (:func:`tests.support.scenes.native_positions`), each clip played
-as the bake plays it. """
+as the bake plays it.
+"""
 
 from __future__ import annotations
 
