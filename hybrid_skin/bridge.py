@@ -222,6 +222,25 @@ def corner_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
     return _flat(mesh.loops, "vertex_index", len(mesh.loops), 1, dtype=np.int32)
 
 
+def corner_normals(mesh: bpy.types.Mesh) -> np.ndarray:
+    """``(C, 3)`` float32 normal of every face corner as Blender shades it (sharp edges, flat faces,
+    custom split normals)."""
+    return _flat(mesh.corner_normals, "vector", len(mesh.loops), 3)
+
+
+def set_corner_attribute(
+    mesh: bpy.types.Mesh, name: str, data_type: str, field: str, values: np.ndarray
+) -> None:
+    """Write a per-face-corner attribute, (re)created when it is missing or of another type or domain."""
+    attr = mesh.attributes.get(name)
+    if attr is not None and (attr.data_type != data_type or attr.domain != "CORNER"):
+        mesh.attributes.remove(attr)
+        attr = None
+    if attr is None:
+        mesh.attributes.new(name, data_type, "CORNER")
+    mesh.attributes[name].data.foreach_set(field, np.ascontiguousarray(values).ravel())
+
+
 def triangle_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(T, 3)`` int32 vertex indices of the mesh's triangulation."""
     mesh.calc_loop_triangles()
@@ -377,6 +396,5 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mesh.calc_loop_triangles()
     t = len(mesh.loop_triangles)
     triangles = _flat(mesh.loop_triangles, "loops", t, 3, dtype=np.int32)
-    corner_normals = _flat(mesh.corner_normals, "vector", len(mesh.loops), 3)
     corner_vertex = corner_vertices(mesh)
-    return triangles, corner_vertex, corner_normals
+    return triangles, corner_vertex, corner_normals(mesh)

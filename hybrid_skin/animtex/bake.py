@@ -60,6 +60,8 @@ from ..errors import HybridSkinError
 from ..skin import bind
 from ..skin.bind import MeshBind
 from . import palette
+from .corners import CornerItems
+from .export import check_names, write_gltf
 from .files import (
     BONE_ATTRIBUTES,
     PNG_COMPRESSION,
@@ -109,6 +111,8 @@ class BakeOptions:
     write_mesh_data: bool = True
     name: str = ""
     png_compression: int = PNG_COMPRESSION
+    #: Also write the baked meshes as ``<name>.glb`` with the mesh data (needs ``write_mesh_data``).
+    export_gltf: bool = False
 
 
 @dataclass
@@ -121,6 +125,7 @@ class BakeResult:
     tried: tuple = ()
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
+    gltf_path: str = ""  # the meshes as glTF (``BakeOptions.export_gltf``)
 
 
 class TextureBake:
@@ -146,7 +151,16 @@ class TextureBake:
         self.directory = check_directory(options.directory)
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
+        if options.export_gltf and not options.write_mesh_data:
+            raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        if options.export_gltf:  # before anything is written: the export's names must be free
+            check_names(
+                self.parts,
+                list((VERTEX_ATTRIBUTES if self.kind is Kind.VERTEX else BONE_ATTRIBUTES).values()),
+            )
+        # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
+        self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
         self.samples: Samples = {}
         self.warnings: list[str] = []
         self.timings: dict[str, float] = defaultdict(float)
@@ -207,7 +221,7 @@ class TextureBake:
     def _evaluate(self, depsgraph, phase: str) -> FrameSample:
         """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
         data), ``truth`` for bone kinds (only the error report reads it)."""
-        positions, normals = [], []
+        positions, normals, factors = [], [], []
         bones = self.kind is not Kind.VERTEX
         with self._phase(phase):
             binds = self._binds(depsgraph)
@@ -215,14 +229,20 @@ class TextureBake:
             posed = [b.posed(depsgraph) for b in binds]
             for part, pose in zip(self.parts, posed):
                 wanted = factor.resolve(part.obj, pose.bind, self.bone_factor if bones else None)
-                p, n = pose.skin(wanted.values(pose), normals=True)
+                factors.append(wanted.values(pose))
+                p, n = pose.skin(factors[-1], normals=True)
                 positions.append(p)
                 normals.append(n)
+            if not bones:  # the texture's items: vertices, then further corner normal groups
+                item_positions, item_normals = self.items.frame(posed, factors, positions, normals)
         with self._phase(phase):
             matrices = palette.skinning_matrices(posed[0], self.rest_bone) if bones else None
             world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
+        world = np.array(world, dtype=np.float64)
+        if not bones:
+            return FrameSample(item_positions, item_normals, None, world)
         join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
-        return FrameSample(join(positions), join(normals), matrices, np.array(world, dtype=np.float64))
+        return FrameSample(join(positions), join(normals), matrices, world)
 
     def _prepare_bones(self, depsgraph) -> None:
         """Palette names, pivots and per-vertex influences (bone kinds), checked at the start frame."""
@@ -329,7 +349,7 @@ class TextureBake:
         frames = [c.sample_frames() for c in clips]
         try:
             if self.kind is Kind.VERTEX:
-                base = np.concatenate([p.base for p in self.parts])
+                base = self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
                 positions = [self._stack(ci, f, "positions") for ci, f in enumerate(frames)]
                 normals = [self._stack(ci, f, "normals") for ci, f in enumerate(frames)]
                 return encode_vertex_animation(
@@ -352,13 +372,25 @@ class TextureBake:
         self, texture: AnimationTexture, clip: int, samples: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Positions (mesh-local) and normals ``(S, N, 3)`` as playback shows them at ``samples``."""
-        return verify.decode(texture, self.parts, clip, samples, self.bone_factor)
+        return verify.decode(texture, self.parts, clip, samples, self.bone_factor, self._rest_items)
+
+    @property
+    def _rest_items(self) -> np.ndarray | None:
+        """VERTEX: every item's rest position (the vertices, then the extra corner groups')."""
+        if self.items is None:
+            return None
+        return self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
 
     def report(self, texture: AnimationTexture) -> dict:
         """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip."""
         with self._phase("report"):
             return verify.bake_report(
-                texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
+                texture,
+                self.parts,
+                self.samples,
+                diagonal=self.diagonal,
+                bone_factor=self.bone_factor,
+                rest_items=self._rest_items,
             )
 
     def encoding_bound(self, texture: AnimationTexture) -> float:
@@ -435,10 +467,16 @@ class TextureBake:
             )
         with self._phase("mesh_data"):
             if self.options.write_mesh_data:
-                for part in self.parts:
-                    write_mesh_data(part, texture)
+                for i, part in enumerate(self.parts):
+                    write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
+            gltf_path = ""
+            if self.options.export_gltf:
+                gltf_path = os.path.join(self.directory, self.stem + ".glb")
+                write_gltf(self.parts, gltf_path, list(attributes.values()))
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}
-        result = BakeResult(image_path, json_path, texture, meta, report, tried, self.warnings, timings)
+        result = BakeResult(
+            image_path, json_path, texture, meta, report, tried, self.warnings, timings, gltf_path
+        )
         if self.target is not None:
             store_summary(self.target, result)
         return result

@@ -31,7 +31,7 @@ __all__ = [
     "write_mesh_data",
 ]
 
-VERTEX_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("texel_index", "texel_uv")}
+VERTEX_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("texel_index", "texel_uv", "corner_index")}
 BONE_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("bone_indices", "bone_weights")}
 
 
@@ -169,8 +169,12 @@ def write_files(
 
 
 # ------------------------------------------------------------------------------------ mesh data
-def write_mesh_data(part: MeshPart, texture: AnimationTexture) -> None:
-    """Texel index + UV map (VERTEX), or palette indices + weights (bone kinds), per vertex."""
+def write_mesh_data(
+    part: MeshPart, texture: AnimationTexture, corner_items: np.ndarray | None = None
+) -> None:
+    """Texel index per vertex, item per face corner and UV map (VERTEX), or palette indices + weights
+    per vertex (bone kinds). ``corner_items`` ``(C,)``: each corner's item (its corner normal group's,
+    :mod:`.corners`); the vertex's own item where not given."""
     mesh = part.obj.data
     if texture.kind is not Kind.VERTEX:
         indices = part.bone_indices.astype(np.float32)
@@ -181,7 +185,10 @@ def write_mesh_data(part: MeshPart, texture: AnimationTexture) -> None:
         return
     items = np.arange(part.start, part.stop, dtype=np.int32)
     bridge.set_point_attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "value", items)
+    if corner_items is None:
+        corner_items = part.start + bridge.corner_vertices(mesh)
+    bridge.set_corner_attribute(mesh, VERTEX_ATTRIBUTES["corner_index"], "INT", "value", corner_items)
     name = VERTEX_ATTRIBUTES["texel_uv"]
-    uv = texture.layout.item_uv()[part.start + bridge.corner_vertices(mesh)]
+    uv = texture.layout.item_uv()[corner_items]
     if not bridge.set_uv_map(mesh, name, uv):
         raise HybridSkinError(f"'{part.obj.name}' already has 8 UV maps: remove one for '{name}'")
