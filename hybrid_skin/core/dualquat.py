@@ -49,10 +49,11 @@ def quaternion_from_matrix(m: np.ndarray) -> np.ndarray:
     det = np.linalg.det(m)
     m = np.where((det < 0)[..., None, None], -m, m)
     m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
-    q = np.empty(m.shape[:-2] + (4,), dtype=np.float64)
-    # Shepperd's method: take the largest of the four diagonal combinations for stability.
+    # Blender's branch choice (``mat3_normalized_to_quat_fast``, Mike Day's method), not the largest of the
+    # four: the same for a rotation, and for a degenerate matrix (a bone scaled to 0, whose orthogonalised
+    # axes are zero) it is what Blender computes; a zero matrix takes the W branch, so no rotation (#101848).
     cand = np.stack([1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22], -1)
-    best = np.argmax(cand, axis=-1)
+    best = np.where(m22 < 0, np.where(m00 > m11, 1, 2), np.where(m00 < -m11, 3, 0))
     s = 2.0 * np.sqrt(np.maximum(np.take_along_axis(cand, best[..., None], -1)[..., 0], 1e-30))
     r21, r12 = m[..., 2, 1], m[..., 1, 2]
     r02, r20 = m[..., 0, 2], m[..., 2, 0]
@@ -64,7 +65,9 @@ def quaternion_from_matrix(m: np.ndarray) -> np.ndarray:
     cases = np.stack([w_case, x_case, y_case, z_case], -2)
     q = np.take_along_axis(cases, best[..., None, None], -2)[..., 0, :]
     q = np.where((q[..., :1] < 0), -q, q)
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+    length = np.linalg.norm(q, axis=-1, keepdims=True)
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+    return np.divide(q, length, out=np.broadcast_to(identity, q.shape).copy(), where=length > 1e-30)
 
 
 def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:
@@ -185,7 +188,10 @@ def _affine_inverse(m: np.ndarray) -> np.ndarray:
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+    """Unit vectors; a zero vector stays zero, as Blender's ``normalize_v3`` leaves it (a bone scaled to 0
+    has zero axes: its rotation then comes out as none, never NaN)."""
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.divide(v, length, out=np.zeros_like(v), where=length * length > 1e-35)
 
 
 def _orthogonalize_around_y(m: np.ndarray) -> np.ndarray:
