@@ -50,9 +50,13 @@ def target_to_armature(obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -
 class MeshBind:
     """One mesh's bind: rest input, influences and bone rest data, as :func:`bind` read them."""
 
+    #: Names as they were at bind time, for messages; the bind follows the objects by ``session_uid`` and
+    #: the armature through its Armature modifier, so renaming either object never breaks it.
     object_name: str
     modifier_name: str
     armature_name: str
+    object_uid: int
+    armature_uid: int
     bones: core_binding.DeformBones
     pose_index: np.ndarray
     rest_positions: np.ndarray
@@ -84,7 +88,7 @@ class MeshBind:
             mask = np.zeros(self.vertex_count)
         split = None
         if self.bones.curved.any():
-            arm_eval = arm_eval or bpy.data.objects[self.armature_name]
+            arm_eval = arm_eval or self.armature(self.mesh_object())
 
             def split(d: int, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 pb = arm_eval.pose.bones[self.bones.names[d]]
@@ -97,6 +101,35 @@ class MeshBind:
             counts, bone, weight, points, self.bones, mask, invert, envelopes, split
         )
         self.bound_target_to_armature = target_to_armature
+
+    def mesh_object(self) -> bpy.types.Object:
+        """The bound mesh object, found again by identity (``session_uid``) if it was renamed."""
+        obj = bpy.data.objects.get(self.object_name)
+        if obj is None or obj.session_uid != self.object_uid:
+            obj = next((o for o in bpy.data.objects if o.session_uid == self.object_uid), None)
+        if obj is None:
+            raise HybridSkinError(f"'{self.object_name}' no longer exists: nothing to skin")
+        self.object_name = obj.name
+        return obj
+
+    def armature(self, obj: bpy.types.Object) -> bpy.types.Object:
+        """The armature object, by reference: the one the bound Armature modifier deforms by, whatever its
+        name now. A modifier that lost it, or now points at another armature, is a clear error."""
+        mod = obj.modifiers.get(self.modifier_name)
+        if mod is None:
+            raise HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
+        arm = mod.object
+        if arm is None or arm.type != "ARMATURE":
+            raise HybridSkinError(
+                f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: "
+                "pick one in its Object field"
+            )
+        if arm.session_uid != self.armature_uid:
+            raise HybridSkinError(
+                f"Armature modifier '{mod.name}' on '{obj.name}' now deforms by '{arm.name}': rebind"
+            )
+        self.armature_name = arm.name
+        return arm
 
     def refresh_rest(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> bool:
         """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
@@ -141,8 +174,8 @@ class MeshBind:
         read in bulk, O(bones). Consumers of ``binding`` and ``rest_positions`` (the GPU skin) notice a
         rebuild by identity: both are replaced, never edited.
         """
-        obj = bpy.data.objects[self.object_name]
-        arm_eval = bpy.data.objects[self.armature_name].evaluated_get(depsgraph)
+        obj = self.mesh_object()
+        arm_eval = self.armature(obj).evaluated_get(depsgraph)
         placement = target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
         moved = self.refresh_rest(obj, depsgraph)
         placed = np.allclose(placement, self.bound_target_to_armature, rtol=0.0, atol=TRANSFORM_TOLERANCE)
@@ -254,6 +287,8 @@ def bind(
         object_name=obj.name,
         modifier_name=mod.name,
         armature_name=arm.name,
+        object_uid=obj.session_uid,
+        armature_uid=arm.session_uid,
         bones=bones,
         pose_index=bridge.pose_bone_index(arm, bones.names),
         rest_positions=np.ascontiguousarray(positions, dtype=np.float32),

@@ -34,6 +34,7 @@ __all__ = [
     "apply_factors",
     "draw_callback",
     "draw_object",
+    "draw_objects",
     "forget",
     "settings_changed",
     "shows_on_gpu",
@@ -146,6 +147,33 @@ def draw_object(
     return shown.skin
 
 
+def draw_objects(
+    objects,
+    depsgraph: bpy.types.Depsgraph,
+    view_projection: np.ndarray,
+    view_layer: bpy.types.ViewLayer,
+    space=None,
+) -> list[GpuSkin]:
+    """:func:`draw_object` for each of ``objects``; returns the skins drawn.
+
+    One object that cannot be drawn never stops the others: whatever goes wrong with it (a scene the
+    add-on refuses, or a bug) is printed once per object and message, and the loop goes on."""
+    drawn = []
+    state = runtime.get()
+    for obj in objects:
+        try:
+            skin = draw_object(obj, depsgraph, view_projection, view_layer, space)
+        except HybridSkinError as err:
+            state.report_once(obj.name, err)
+        except Exception as err:  # noqa: BLE001 - isolate per object; printed once, never per redraw
+            problem = f"cannot draw '{obj.name}': {type(err).__name__}: {err}"
+            state.report_once(obj.name, HybridSkinError(problem))
+        else:
+            if skin is not None:
+                drawn.append(skin)
+    return drawn
+
+
 def draw_callback() -> None:
     context = bpy.context
     view_layer, space, region = context.view_layer, context.space_data, context.region_data
@@ -153,11 +181,7 @@ def draw_callback() -> None:
         return
     depsgraph = context.evaluated_depsgraph_get()
     view_projection = np.array(region.perspective_matrix, dtype=np.float64)
-    for obj in view_layer.objects:
-        try:
-            draw_object(obj, depsgraph, view_projection, view_layer, space)
-        except HybridSkinError as err:
-            runtime.get().report_once(obj.name, err)
+    draw_objects(view_layer.objects, depsgraph, view_projection, view_layer, space)
 
 
 def register() -> None:
