@@ -27,7 +27,7 @@ from .. import bridge, factor, runtime
 from ..draw.colors import display_color
 from ..draw.resources import GpuSkin
 from ..errors import HybridSkinError
-from . import bind
+from . import bind, display
 
 __all__ = [
     "ShownSkin",
@@ -77,9 +77,16 @@ def settings_changed(obj: bpy.types.Object) -> None:
 
 
 def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=None) -> bool:
-    """Whether the draw callback draws ``obj``: Hybrid Skin on, GPU display, not baked, visible."""
+    """Whether the draw callback draws ``obj``: Hybrid Skin on, GPU display set up, not baked, visible."""
     settings = obj.hybrid_skin if obj.type == "MESH" else None
     if settings is None or not settings.enabled or settings.display != "GPU" or settings.bake_state:
+        return False
+    if not display.gpu_applied(obj):
+        # Blender's own drawing of this mesh is not hidden (a linked object, whose modifiers the add-on
+        # cannot hide; one with two Armature modifiers, shown Evaluated): drawing it would draw it twice.
+        reason = display.gpu_refusal(obj)
+        if reason is not None:
+            runtime.get().report_once(obj.name, HybridSkinError(reason))
         return False
     return obj.visible_get(view_layer=view_layer, viewport=space)
 
@@ -97,7 +104,7 @@ def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin
     shown = state.shown.get(obj.session_uid)
     if shown is not None and shown.checked == state.generation and not shown.factors_stale:
         return shown  # nothing changed since the last draw: no bind check on a mere redraw
-    bound = bind.cached_bind(obj, depsgraph)
+    bound = bind.cached_bind(obj, depsgraph, check_rest=False)
     if shown is None or shown.skin.source is not bound:
         forget(obj)
         surface = bridge.surface(obj.evaluated_get(depsgraph).data)
