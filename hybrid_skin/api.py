@@ -36,7 +36,7 @@ def _mesh_object(value) -> bpy.types.Object:
         got = f"the string {value!r} (pass bpy.data.objects[{value!r}])"
     else:
         got = f"{type(value).__name__} {value!r}"
-    raise HybridSkinError(f"Hybrid Skin's API takes a mesh object (bpy.types.Object), got {got}")
+    raise HybridSkinError(f"Hybrid Skin needs a mesh object (bpy.types.Object), got {got}")
 
 
 def _evaluate(mesh_object, deform_factor, depsgraph, normals: bool):

@@ -53,7 +53,7 @@ def test_api_says_what_it_takes_when_given_something_else(addon, rig, what, mess
 
 def test_rebind_of_none_is_a_sentence(addon, rig):
     api = modules(addon).api
-    refused(addon, lambda: api.rebind(None), "Hybrid Skin's API takes a mesh object")
+    refused(addon, lambda: api.rebind(None), "needs a mesh object (bpy.types.Object), got NoneType None")
 
 
 @pytest.mark.parametrize("value", ["AUTO", [0.5, "x"], {"f": 0.5}])
