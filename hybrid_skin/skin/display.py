@@ -94,7 +94,12 @@ def restore(obj: bpy.types.Object) -> None:
 
 
 def apply(obj: bpy.types.Object) -> None:
-    """Make the object's own display match its settings (restoring first, so this is idempotent)."""
+    """Make the object's own display match its settings (restoring first, so this is idempotent).
+
+    Linked objects and library overrides are left exactly as their library has them: their data is not
+    the user's to change (Add refuses them too), so the viewport does not draw them either."""
+    if obj.library is not None or obj.override_library is not None:
+        return
     restore(obj)
     settings = obj.hybrid_skin
     mod = bridge.find_armature_modifier(obj, settings.modifier_name)

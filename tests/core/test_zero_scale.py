@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 
 from hybrid_skin.core import autofactor
-from hybrid_skin.core.dualquat import bone_dual_quaternions, dual_quaternion_to_matrix, quaternion_from_matrix
+from hybrid_skin.core.dualquat import (
+    bone_dual_quaternions,
+    dual_quaternion_to_matrix,
+    quaternion_from_matrix,
+    quaternion_to_matrix,
+)
 from hybrid_skin.core.skinning import bone_palette, skin
 from tests.core.test_skinning import rigid, tube
 
@@ -31,7 +36,15 @@ def test_zero_matrix_is_no_rotation_and_degenerate_matrices_take_blenders_branch
     np.testing.assert_array_equal(quaternion_from_matrix(np.zeros((3, 3))), [1.0, 0.0, 0.0, 0.0])
     # Blender's mat3_normalized_to_quat_fast picks its branch by signs (m22 >= 0, m00 < -m11: the Z
     # branch), not by the largest candidate (which would be the Y branch here): 180° about Z.
-    np.testing.assert_allclose(quaternion_from_matrix(np.diag([-0.5, 0.0, 0.0])), [0, 0, 0, 1], atol=1e-12)
+    degenerate = np.diag([-0.5, 0.0, 0.0])
+    blender = quaternion_from_matrix(degenerate, blender_branch=True)
+    np.testing.assert_allclose(blender, [0, 0, 0, 1], atol=1e-12)
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(1000, 4))
+    rotations = quaternion_to_matrix(q)  # for a rotation both choices give the same quaternion
+    np.testing.assert_allclose(
+        quaternion_from_matrix(rotations, blender_branch=True), quaternion_from_matrix(rotations), atol=1e-12
+    )
 
 
 def test_bone_scaled_to_zero_has_no_rotation_and_a_finite_scale_fold():

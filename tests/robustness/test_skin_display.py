@@ -65,6 +65,18 @@ def test_a_linked_object_is_not_drawn_twice(addon, linked_cylinder, capfd):
     assert out.count("'Cylinder' is linked from a library, whose modifiers Hybrid Skin cannot hide") == 1
 
 
+def test_a_library_override_is_left_as_its_library_has_it_and_not_drawn_twice(addon, linked_cylinder):
+    """Issue 12 §4's display half: re-arming after load must not hide an override's modifiers."""
+    hs = modules(addon)
+    override = linked_cylinder.override_create(remap_local_usages=True)
+    assert override.override_library is not None and override.hybrid_skin.enabled
+    before = snapshot()
+    hs.handlers.on_load_post()  # what runs after the file is opened
+    assert_same(before, snapshot(), "after re-arming on load")
+    assert override.modifiers[0].show_viewport and override.display_type != "BOUNDS"
+    assert not hs.viewport.shows_on_gpu(override, bpy.context.view_layer)
+
+
 # ------------------------------------------------------------------------------ two Armature modifiers (§12)
 @pytest.fixture
 def two_armatures(addon):
