@@ -126,6 +126,18 @@ def test_switching_two_armature_modifiers_to_gpu_keeps_blenders_stack(addon, two
     assert_close(evaluated_positions(cyl), expected, "GPU asked for, two Armature modifiers")
 
 
+def test_the_panel_says_the_gpu_display_is_not_used(addon, two_armatures):
+    import importlib
+
+    from tests.support.layout import draw_panel
+
+    cyl = two_armatures
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    cyl.hybrid_skin.display = "GPU"
+    panel = importlib.import_module(addon.__name__ + ".skin.panel").VIEW3D_PT_hybrid_skin
+    assert "Shown by Blender's own modifiers (see the Info log)" in draw_panel(panel).labels()
+
+
 def test_a_second_armature_modifier_added_later_falls_back_too(addon):
     arm, cyl = three_bone_cylinder()
     pose_bone(arm, "Bone1", (70, 0, 30))
