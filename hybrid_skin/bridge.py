@@ -21,6 +21,7 @@ from .errors import HybridSkinError
 
 __all__ = [
     "DQS_MODIFIER",
+    "armature_in_edit_mode",
     "armature_modifier",
     "channel_matrices",
     "corner_vertices",
@@ -106,14 +107,24 @@ def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types
     return mod
 
 
-def validate(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bpy.types.Object:
-    """Check that ``obj`` can be skinned by ``mod``; return the armature object."""
+def armature_in_edit_mode(arm: bpy.types.Object) -> bool:
+    """Whether the armature's bones are being edited: Blender then deforms its meshes by the rest pose."""
+    return arm.mode == "EDIT" or arm.data.is_editmode
+
+
+def validate(
+    obj: bpy.types.Object, mod: bpy.types.ArmatureModifier, *, rest_in_edit_mode: bool = False
+) -> bpy.types.Object:
+    """Check that ``obj`` can be skinned by ``mod``; return the armature object.
+
+    ``rest_in_edit_mode``: an armature in Edit Mode is fine (the live skin shows the rest pose then, as
+    Blender does); bakes leave it False, since every frame would bake the rest pose."""
     arm = mod.object
     if arm is None or arm.type != "ARMATURE":
         raise HybridSkinError(
             f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: pick one in its Object field"
         )
-    if arm.mode == "EDIT" or arm.data.is_editmode:
+    if armature_in_edit_mode(arm) and not rest_in_edit_mode:
         raise HybridSkinError(
             f"Armature '{arm.name}' is in Edit Mode: switch it to Pose or Object Mode first"
         )
