@@ -15,7 +15,8 @@ def test_blender_loads_the_exact_codes(addon, tmp_path, dtype):
     top = np.iinfo(dtype).max
     rng = np.random.default_rng(3)
     codes = rng.integers(0, top + 1, (9, 13, 4), dtype=np.int64).astype(dtype)
-    codes[..., 3] = rng.choice([0, 1, top // 2, top], codes.shape[:2])  # alpha in between: premultiplication traps
+    # alpha between 0 and 1: where a premultiplying loader would change the colour channels
+    codes[..., 3] = rng.choice([0, 1, top // 2, top], codes.shape[:2])
     path = tmp_path / "codes.png"
     path.write_bytes(png.encode_png(codes))
     image = bpy.data.images.load(str(path), check_existing=False)
