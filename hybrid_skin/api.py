@@ -24,7 +24,25 @@ from .skin import bind
 __all__ = ["HybridSkinError", "deformed_normals", "deformed_positions", "rebind"]
 
 
+def _mesh_object(value) -> bpy.types.Object:
+    """``value`` if it is a mesh object; else one sentence saying what was passed and what to pass."""
+    if isinstance(value, bpy.types.Object) and value.type == "MESH":
+        return value
+    if isinstance(value, bpy.types.Object):
+        got = f"the {value.type.lower()} object '{value.name}'"
+    elif isinstance(value, bpy.types.ID):
+        got = f"the {type(value).__name__} datablock '{value.name}' (pass the object that uses it)"
+    elif isinstance(value, str):
+        got = f"the string {value!r} (pass bpy.data.objects[{value!r}])"
+    else:
+        got = f"{type(value).__name__} {value!r}"
+    raise HybridSkinError(f"Hybrid Skin needs a mesh object (bpy.types.Object), got {got}")
+
+
 def _evaluate(mesh_object, deform_factor, depsgraph, normals: bool):
+    mesh_object = _mesh_object(mesh_object)
+    if depsgraph is not None and not isinstance(depsgraph, bpy.types.Depsgraph):
+        raise HybridSkinError(f"depsgraph must be a bpy.types.Depsgraph or None, got {depsgraph!r}")
     depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
     bound = bind.cached_bind(mesh_object, depsgraph)
     wanted = factor.resolve(mesh_object, bound, deform_factor)
@@ -40,7 +58,8 @@ def deformed_positions(
     """Hybrid-skinned vertex positions ``(N, 3)`` float32, mesh local space, current frame.
 
     ``deform_factor``: ``None`` uses the object's Hybrid Skin settings (global, vertex group or auto
-    factor); a number in [0, 1] (0 = linear blend, 1 = dual quaternion) or an ``(N,)`` array overrides.
+    factor); a number in [0, 1] (0 = linear blend, 1 = dual quaternion) or an ``(N,)`` array of them
+    overrides. Anything else (NaN, a value outside [0, 1], a string) is a :class:`HybridSkinError`.
     """
     return _evaluate(mesh_object, deform_factor, depsgraph, normals=False)[0]
 
@@ -56,4 +75,4 @@ def deformed_normals(
 
 def rebind(mesh_object: bpy.types.Object) -> None:
     """Forget cached bind data so the next call re-reads weights and rest shape (after editing them)."""
-    bind.forget(mesh_object)
+    bind.forget(_mesh_object(mesh_object))

@@ -21,6 +21,7 @@ from .errors import HybridSkinError
 
 __all__ = [
     "DQS_MODIFIER",
+    "armature_in_edit_mode",
     "armature_modifier",
     "channel_matrices",
     "corner_vertices",
@@ -106,14 +107,24 @@ def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types
     return mod
 
 
-def validate(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bpy.types.Object:
-    """Check that ``obj`` can be skinned by ``mod``; return the armature object."""
+def armature_in_edit_mode(arm: bpy.types.Object) -> bool:
+    """Whether the armature's bones are being edited: Blender then deforms its meshes by the rest pose."""
+    return arm.mode == "EDIT" or arm.data.is_editmode
+
+
+def validate(
+    obj: bpy.types.Object, mod: bpy.types.ArmatureModifier, *, rest_in_edit_mode: bool = False
+) -> bpy.types.Object:
+    """Check that ``obj`` can be skinned by ``mod``; return the armature object.
+
+    ``rest_in_edit_mode``: an armature in Edit Mode is fine (the live skin shows the rest pose then, as
+    Blender does); bakes leave it False, since every frame would bake the rest pose."""
     arm = mod.object
     if arm is None or arm.type != "ARMATURE":
         raise HybridSkinError(
             f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: pick one in its Object field"
         )
-    if arm.mode == "EDIT" or arm.data.is_editmode:
+    if armature_in_edit_mode(arm) and not rest_in_edit_mode:
         raise HybridSkinError(
             f"Armature '{arm.name}' is in Edit Mode: switch it to Pose or Object Mode first"
         )
@@ -220,6 +231,25 @@ def evaluated_positions(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | 
 def corner_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(C,)`` int32 vertex index of every face corner (loop)."""
     return _flat(mesh.loops, "vertex_index", len(mesh.loops), 1, dtype=np.int32)
+
+
+def corner_normals(mesh: bpy.types.Mesh) -> np.ndarray:
+    """``(C, 3)`` float32 normal of every face corner as Blender shades it (sharp edges, flat faces,
+    custom split normals)."""
+    return _flat(mesh.corner_normals, "vector", len(mesh.loops), 3)
+
+
+def set_corner_attribute(
+    mesh: bpy.types.Mesh, name: str, data_type: str, field: str, values: np.ndarray
+) -> None:
+    """Write a per-face-corner attribute, (re)created when it is missing or of another type or domain."""
+    attr = mesh.attributes.get(name)
+    if attr is not None and (attr.data_type != data_type or attr.domain != "CORNER"):
+        mesh.attributes.remove(attr)
+        attr = None
+    if attr is None:
+        mesh.attributes.new(name, data_type, "CORNER")
+    mesh.attributes[name].data.foreach_set(field, np.ascontiguousarray(values).ravel())
 
 
 def triangle_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
@@ -377,6 +407,5 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mesh.calc_loop_triangles()
     t = len(mesh.loop_triangles)
     triangles = _flat(mesh.loop_triangles, "loops", t, 3, dtype=np.int32)
-    corner_normals = _flat(mesh.corner_normals, "vector", len(mesh.loops), 3)
     corner_vertex = corner_vertices(mesh)
-    return triangles, corner_vertex, corner_normals
+    return triangles, corner_vertex, corner_normals(mesh)

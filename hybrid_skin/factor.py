@@ -68,15 +68,29 @@ class DeformFactor:
 
 
 def _override(value: float | np.ndarray, n: int) -> DeformFactor:
-    if np.ndim(value) == 0:
-        f = float(value)
+    """A script's factor, checked by one rule for a number and for every value of an array: a number in
+    [0, 1] (NaN is none), never clipped or passed on silently."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise HybridSkinError(
+            f"deform_factor must be a number in [0, 1], an array of one per vertex, or None for the "
+            f"object's own settings (Auto included), got {value!r}"
+        ) from None
+    if arr.ndim == 0:
+        f = float(arr)
         if not 0.0 <= f <= 1.0:
             raise HybridSkinError(f"deform_factor must lie in [0, 1] (0 = LBS, 1 = DQS), got {f}")
         return DeformFactor(f)
-    arr = np.asarray(value, dtype=np.float32)
     if arr.shape != (n,):
         raise HybridSkinError(f"a per-vertex deform_factor needs shape ({n},), got {arr.shape}")
-    return DeformFactor.per_vertex(np.clip(arr, 0.0, 1.0))
+    bad = np.flatnonzero(~((arr >= 0.0) & (arr <= 1.0)))  # NaN fails both comparisons
+    if bad.size:
+        raise HybridSkinError(
+            f"a per-vertex deform_factor must lie in [0, 1] (0 = LBS, 1 = DQS): {bad.size} value(s) do not, "
+            f"first at vertex {bad[0]} ({arr[bad[0]]})"
+        )
+    return DeformFactor.per_vertex(arr.astype(np.float32))
 
 
 def group_weights(obj: bpy.types.Object, bound: MeshBind) -> np.ndarray:

@@ -159,26 +159,26 @@ AnimtexBone animtex_bone_at(sampler2D tex, AnimtexBoneInfo info, int bone, int r
   return b;
 }
 
-/* Bone a blended towards bone b by weight (core/animtex/crossfade.py blend_bone_frames): BONE_MATRIX
+/* Bone a blended towards bone b by to_weight (core/animtex/crossfade.py blend_bone_frames): BONE_MATRIX
  * lerps the matrix rows and derives the rigid part as animtex_bone_at does; BONE_DQ blends the unit
  * dual quaternions along the shortest arc (b negated when its rotation points away from a's), makes
  * the sum unit again and lerps the uniform scale, so a transition stays rigid and keeps volume.
  * Weight <= 0 returns a and >= 1 returns b unchanged. */
-AnimtexBone animtex_bone_blend(AnimtexBoneInfo info, AnimtexBone a, AnimtexBone b, float weight)
+AnimtexBone animtex_bone_blend(AnimtexBoneInfo info, AnimtexBone a, AnimtexBone b, float to_weight)
 {
-  if (weight <= 0.0) {
+  if (to_weight <= 0.0) {
     return a;
   }
-  if (weight >= 1.0) {
+  if (to_weight >= 1.0) {
     return b;
   }
   AnimtexBone o;
   o.pivot = a.pivot;
   vec3 r0, r1, r2, moved;
   if (info.kind == 1) {
-    o.m0 = a.m0 + weight * (b.m0 - a.m0);
-    o.m1 = a.m1 + weight * (b.m1 - a.m1);
-    o.m2 = a.m2 + weight * (b.m2 - a.m2);
+    o.m0 = a.m0 + to_weight * (b.m0 - a.m0);
+    o.m1 = a.m1 + to_weight * (b.m1 - a.m1);
+    o.m2 = a.m2 + to_weight * (b.m2 - a.m2);
     vec3 a0 = o.m0.xyz, a1 = o.m1.xyz, a2 = o.m2.xyz;
     moved = vec3(o.m0.w + dot(a0, o.pivot), o.m1.w + dot(a1, o.pivot), o.m2.w + dot(a2, o.pivot));
     o.real = animtex_quat_from_rows(a0, a1, a2);
@@ -189,15 +189,15 @@ AnimtexBone animtex_bone_blend(AnimtexBoneInfo info, AnimtexBone a, AnimtexBone 
     o.dual = 0.5 * animtex_quat_multiply(vec4(0.0, rigid_t), o.real);
     return o;
   }
-  float wb = dot(a.real, b.real) < 0.0 ? -weight : weight;
-  float wa = 1.0 - weight;
+  float wb = dot(a.real, b.real) < 0.0 ? -to_weight : to_weight;
+  float wa = 1.0 - to_weight;
   vec4 real = wa * a.real + wb * b.real;
   vec4 dual = wa * a.dual + wb * b.dual;
   float len = length(real);
   o.real = real / len;
   dual /= len;
   o.dual = dual - o.real * dot(o.real, dual); /* unit: real . dual = 0 */
-  o.scale = a.scale + weight * (b.scale - a.scale);
+  o.scale = a.scale + to_weight * (b.scale - a.scale);
   vec3 rigid_t = 2.0 * animtex_quat_multiply(o.dual, vec4(o.real.x, -o.real.yzw)).yzw;
   animtex_quat_rows(o.real, r0, r1, r2);
   moved = rigid_t + vec3(dot(r0, o.pivot), dot(r1, o.pivot), dot(r2, o.pivot));
@@ -209,12 +209,12 @@ AnimtexBone animtex_bone_blend(AnimtexBoneInfo info, AnimtexBone a, AnimtexBone 
 }
 
 /* Per-vertex hybrid matrix M = (1 - f) LBS + f DQS for up to four influences in stored order, of the
- * bones at frame rows (a_row0, a_row1, a_alpha) blended towards those at (b_row*, b_alpha) by weight
- * (weight 0: the b rows are never read). Scaled bones fold (s - 1)(p - c) into their dual part at the
+ * bones at frame rows (a_row0, a_row1, a_alpha) blended towards those at (b_row*, b_alpha) by to_weight
+ * (to_weight 0: the b rows are never read). Scaled bones fold (s - 1)(p - c) into their dual part at the
  * vertex, Blender's Preserve Volume way; an influence is negated when its real part points away from
  * the running sum (Blender's sign rule). */
 void animtex_skin_rows_crossfade(sampler2D tex, AnimtexBoneInfo info, int a_row0, int a_row1, float a_alpha,
-                                 int b_row0, int b_row1, float b_alpha, float weight, ivec4 bone_ids,
+                                 int b_row0, int b_row1, float b_alpha, float to_weight, ivec4 bone_ids,
                                  vec4 bone_weights, float hybrid_factor, vec3 p, out vec4 m0, out vec4 m1,
                                  out vec4 m2)
 {
@@ -226,8 +226,9 @@ void animtex_skin_rows_crossfade(sampler2D tex, AnimtexBoneInfo info, int a_row0
       continue;
     }
     AnimtexBone b = animtex_bone_at(tex, info, bone_ids[k], a_row0, a_row1, a_alpha);
-    if (weight > 0.0) {
-      b = animtex_bone_blend(info, b, animtex_bone_at(tex, info, bone_ids[k], b_row0, b_row1, b_alpha), weight);
+    if (to_weight > 0.0) {
+      AnimtexBone to_bone = animtex_bone_at(tex, info, bone_ids[k], b_row0, b_row1, b_alpha);
+      b = animtex_bone_blend(info, b, to_bone, to_weight);
     }
     l0 += w * b.m0;
     l1 += w * b.m1;
@@ -245,7 +246,7 @@ void animtex_skin_rows_crossfade(sampler2D tex, AnimtexBoneInfo info, int a_row0
   m2 = g * l2 + hybrid_factor * q2;
 }
 
-/* The hybrid matrix of one clip's bones (animtex_skin_rows_crossfade with weight 0). */
+/* The hybrid matrix of one clip's bones (animtex_skin_rows_crossfade with to_weight 0). */
 void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, float alpha, ivec4 bone_ids,
                        vec4 bone_weights, float hybrid_factor, vec3 p, out vec4 m0, out vec4 m1, out vec4 m2)
 {
@@ -273,18 +274,19 @@ void animtex_bone_skin(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip, fl
   normal = len > 0.0 ? c / len : vec3(0.0);
 }
 
-/* Cross-fade (core/animtex/crossfade.py): the bones of clip a at sample_a blended towards clip b at
- * sample_b by weight (animtex_bone_blend), then skinned with the runtime deform factor. */
-void animtex_bone_skin_crossfade(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip_a, float sample_a,
-                                 AnimtexClip clip_b, float sample_b, float weight, ivec4 bone_ids, vec4 bone_weights,
+/* Cross-fade (core/animtex/crossfade.py): the bones of from_clip at from_sample blended towards to_clip at
+ * to_sample by to_weight (animtex_bone_blend), then skinned with the runtime deform factor. */
+void animtex_bone_skin_crossfade(sampler2D tex, AnimtexBoneInfo info, AnimtexClip from_clip, float from_sample,
+                                 AnimtexClip to_clip, float to_sample, float to_weight, ivec4 bone_ids,
+                                 vec4 bone_weights,
                                  float hybrid_factor, vec3 p, vec3 n, out vec3 position, out vec3 normal)
 {
   int a0, a1, b0, b1;
   float a_alpha, b_alpha;
-  animtex_frame_rows(clip_a, info.rows_per_frame, sample_a, a0, a1, a_alpha);
-  animtex_frame_rows(clip_b, info.rows_per_frame, sample_b, b0, b1, b_alpha);
+  animtex_frame_rows(from_clip, info.rows_per_frame, from_sample, a0, a1, a_alpha);
+  animtex_frame_rows(to_clip, info.rows_per_frame, to_sample, b0, b1, b_alpha);
   vec4 m0, m1, m2;
-  animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bone_ids, bone_weights,
+  animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids, bone_weights,
                               hybrid_factor, p, m0, m1, m2);
   vec4 p1 = vec4(p, 1.0);
   position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));

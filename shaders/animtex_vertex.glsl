@@ -151,28 +151,28 @@ int animtex_item_from_uv(sampler2D tex, vec2 uv, int texels_per_item, int items_
   return row * items_per_row + column / texels_per_item;
 }
 
-/* Cross-fade (core/animtex/crossfade.py): clip a at sample_a blended towards clip b at sample_b by
- * weight; positions lerp, normals lerp and renormalise. Weight <= 0 is clip a exactly, >= 1 clip b. */
-void animtex_vertex_crossfade(sampler2D tex, AnimtexVertexInfo info, AnimtexClip clip_a, float sample_a,
-                              AnimtexClip clip_b, float sample_b, float weight, int vertex_index,
+/* Cross-fade (core/animtex/crossfade.py): from_clip at from_sample blended towards to_clip at to_sample by
+ * to_weight; positions lerp, normals lerp and renormalise. to_weight <= 0 is from_clip exactly, >= 1 to_clip. */
+void animtex_vertex_crossfade(sampler2D tex, AnimtexVertexInfo info, AnimtexClip from_clip, float from_sample,
+                              AnimtexClip to_clip, float to_sample, float to_weight, int vertex_index,
                               vec3 rest_point, out vec3 position, out vec3 normal)
 {
   vec3 pa, na;
-  animtex_vertex_sample(tex, info, clip_a, vertex_index, sample_a, rest_point, pa, na);
-  if (weight <= 0.0) {
+  animtex_vertex_sample(tex, info, from_clip, vertex_index, from_sample, rest_point, pa, na);
+  if (to_weight <= 0.0) {
     position = pa;
     normal = na;
     return;
   }
   vec3 pb, nb;
-  animtex_vertex_sample(tex, info, clip_b, vertex_index, sample_b, rest_point, pb, nb);
-  if (weight >= 1.0) {
+  animtex_vertex_sample(tex, info, to_clip, vertex_index, to_sample, rest_point, pb, nb);
+  if (to_weight >= 1.0) {
     position = pb;
     normal = nb;
     return;
   }
-  position = pa + weight * (pb - pa);
-  vec3 n = na + weight * (nb - na);
+  position = pa + to_weight * (pb - pa);
+  vec3 n = na + to_weight * (nb - na);
   float len = length(n);
   normal = len > 0.0 ? n / len : vec3(0.0);
 }

@@ -68,6 +68,8 @@ from ..errors import HybridSkinError
 from ..skin import bind
 from ..skin.bind import MeshBind
 from . import palette
+from .corners import CornerItems
+from .export import check_names, write_gltf
 from .files import (
     BONE_ATTRIBUTES,
     PNG_COMPRESSION,
@@ -125,6 +127,8 @@ class BakeOptions:
     reset_unkeyed_to_rest: bool = False
     deform_factor: float | None = None
     factor_mode: str | None = None
+    #: Also write the baked meshes as ``<name>.glb`` with the mesh data (needs ``write_mesh_data``).
+    export_gltf: bool = False
 
 
 @dataclass
@@ -137,6 +141,7 @@ class BakeResult:
     tried: tuple = ()
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
+    gltf_path: str = ""  # the meshes as glTF (``BakeOptions.export_gltf``)
 
 
 class TextureBake:
@@ -162,9 +167,18 @@ class TextureBake:
         self.directory = check_directory(options.directory)
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
+        if options.export_gltf and not options.write_mesh_data:
+            raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
         for part in self.parts:  # a bad number or mode, or a missing factor group: refused before sampling
             self._factor(part.obj)
+        if options.export_gltf:  # before anything is written: the export's names must be free
+            check_names(
+                self.parts,
+                list((VERTEX_ATTRIBUTES if self.kind is Kind.VERTEX else BONE_ATTRIBUTES).values()),
+            )
+        # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
+        self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
         self.samples: Samples = {}
         self.warnings: list[str] = []
         self.timings: dict[str, float] = defaultdict(float)
@@ -240,7 +254,7 @@ class TextureBake:
     def _evaluate(self, depsgraph, phase: str) -> FrameSample:
         """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
         data), ``truth`` for bone kinds (only the error report reads it)."""
-        positions, normals, extremes = [], [], []
+        positions, normals, factors, extremes = [], [], [], []
         bones = self.kind is not Kind.VERTEX
         with self._phase(phase):
             binds = self._binds(depsgraph)
@@ -248,17 +262,22 @@ class TextureBake:
             posed = [b.posed(depsgraph) for b in binds]
             for part, pose in zip(self.parts, posed):
                 wanted = self._factor(part.obj, pose.bind, self.bone_factor if bones else None)
-                p, n = pose.skin(wanted.values(pose), normals=True)
+                factors.append(wanted.values(pose))
+                p, n = pose.skin(factors[-1], normals=True)
                 positions.append(p)
                 normals.append(n)
                 if bones:  # the report's worst over every runtime factor (EXTREME_FACTORS)
                     extremes.append(np.stack([pose.skin(f)[0] for f in EXTREME_FACTORS]))
+            if not bones:  # the texture's items: vertices, then further corner normal groups
+                item_positions, item_normals = self.items.frame(posed, factors, positions, normals)
         with self._phase(phase):
             matrices = palette.skinning_matrices(posed[0], self.rest_bone) if bones else None
             world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
-        join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
         world = np.array(world, dtype=np.float64)
-        ends = np.concatenate(extremes, axis=1) if bones else None
+        if not bones:
+            return FrameSample(item_positions, item_normals, None, world)
+        join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
+        ends = np.concatenate(extremes, axis=1)
         return FrameSample(join(positions), join(normals), matrices, world, ends)
 
     def _prepare_bones(self, depsgraph) -> None:
@@ -369,7 +388,7 @@ class TextureBake:
         frames = [c.sample_frames() for c in clips]
         try:
             if self.kind is Kind.VERTEX:
-                base = np.concatenate([p.base for p in self.parts])
+                base = self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
                 positions = [self._stack(ci, f, "positions") for ci, f in enumerate(frames)]
                 normals = [self._stack(ci, f, "normals") for ci, f in enumerate(frames)]
                 return encode_vertex_animation(
@@ -392,14 +411,26 @@ class TextureBake:
         self, texture: AnimationTexture, clip: int, samples: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Positions (mesh-local) and normals ``(S, N, 3)`` as playback shows them at ``samples``."""
-        return verify.decode(texture, self.parts, clip, samples, self.bone_factor)
+        return verify.decode(texture, self.parts, clip, samples, self.bone_factor, self._rest_items)
+
+    @property
+    def _rest_items(self) -> np.ndarray | None:
+        """VERTEX: every item's rest position (the vertices, then the extra corner groups')."""
+        if self.items is None:
+            return None
+        return self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
 
     def report(self, texture: AnimationTexture) -> dict:
         """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip;
         bone kinds are skinned at :attr:`bone_factor` (its ``deform_factor``; VERTEX: ``None``, baked in)."""
         with self._phase("report"):
             report = verify.bake_report(
-                texture, self.parts, self.samples, diagonal=self.diagonal, bone_factor=self.bone_factor
+                texture,
+                self.parts,
+                self.samples,
+                diagonal=self.diagonal,
+                bone_factor=self.bone_factor,
+                rest_items=self._rest_items,
             )
         report["deform_factor"] = None if self.kind is Kind.VERTEX else self.bone_factor
         return report
@@ -486,10 +517,16 @@ class TextureBake:
             )
         with self._phase("mesh_data"):
             if self.options.write_mesh_data:
-                for part in self.parts:
-                    write_mesh_data(part, texture)
+                for i, part in enumerate(self.parts):
+                    write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
+            gltf_path = ""
+            if self.options.export_gltf:
+                gltf_path = os.path.join(self.directory, self.stem + ".glb")
+                write_gltf(self.parts, gltf_path, list(attributes.values()))
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}
-        result = BakeResult(image_path, json_path, texture, meta, report, tried, self.warnings, timings)
+        result = BakeResult(
+            image_path, json_path, texture, meta, report, tried, self.warnings, timings, gltf_path
+        )
         if self.target is not None:
             store_summary(self.target, result)
         return result

@@ -1,9 +1,10 @@
 """What an animation texture bake writes: the image, its JSON sidecar and the mesh data.
 
-Owns: the output folder check, saving the pixels with Blender's image API (Non-Color, alpha as data,
-exact codes) and reading them back, the atomic write of image + sidecar (temporary names, read-back
-check, rename into place; a failure leaves nothing), and the per-vertex attributes and UV map named in
-the sidecar's ``mesh_attributes``. What the UI shows about the last bake is :mod:`.summary`.
+Owns: the output folder check, saving the exact codes (PNG by :mod:`..core.animtex.png`, EXR with
+Blender's image API: Non-Color, alpha as data) and reading them back, the atomic write of image +
+sidecar (temporary names, read-back check, rename into place; a failure leaves nothing), and the
+per-vertex attributes and UV map named in the sidecar's ``mesh_attributes``. What the UI shows about
+the last bake is :mod:`.summary`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..core.animtex import AnimationTexture, Kind, Precision
+from ..core.animtex import AnimationTexture, Kind, Precision, png
 from ..core.animtex.metadata import DEFAULT_MESH_ATTRIBUTES
 from ..errors import HybridSkinError
 from .scene import MeshPart
@@ -30,7 +31,7 @@ __all__ = [
     "write_mesh_data",
 ]
 
-VERTEX_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("texel_index", "texel_uv")}
+VERTEX_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("texel_index", "texel_uv", "corner_index")}
 BONE_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("bone_indices", "bone_weights")}
 
 
@@ -54,9 +55,9 @@ def check_directory(directory: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- image files
-#: PNG zlib effort in Blender's percent (``ImageFormatSettings.compression``). 0 stores the deflate
-#: blocks uncompressed: animation textures are near-random in their low bits, so zlib's fastest level
-#: (15) saves only ~18% of the file yet more than doubles the write time (8192x630 PNG16: 0.5 s → 1.15 s).
+#: PNG zlib effort in Blender's percent (``ImageFormatSettings.compression``, mapped to a zlib level as
+#: Blender maps it). 0 stores the deflate blocks uncompressed: animation textures are near-random in their
+#: low bits, so zlib's fastest level saves only ~18% of the file yet costs several times the write.
 #: Engines re-encode textures on import anyway; scripts wanting smaller files pass
 #: ``BakeOptions(png_compression=15)`` (or more; the gain beyond zlib's fastest level is tiny).
 PNG_COMPRESSION = 0
@@ -67,50 +68,35 @@ PNG_COMPRESSION = 0
 EXR_CODEC = "RLE"
 
 
-def _file_channels(texture: AnimationTexture) -> np.ndarray:
-    """Float channels to put in ``Image.pixels`` so that the file holds exactly the stored codes."""
-    channels = texture.channels()
-    if texture.precision is Precision.PNG16:
-        # Float buffers are premultiplied inside Blender and un-premultiplied when written to PNG;
-        # multiplying first makes the file hold the channels exactly (alpha 0 is left alone by Blender,
-        # alpha 1 changes nothing, so only the texels in between are touched). Found on the codes:
-        # ``code - 1`` wraps 0 round, so one comparison picks the codes 1..Q-1.
-        q = texture.precision.max_code
-        partial = np.flatnonzero(texture.pixels[..., 3].ravel() - np.uint16(1) < q - 1)
-        if partial.size:
-            flat = channels.reshape(-1, 4)
-            flat[partial, :3] *= flat[partial, 3:]
-    return channels
-
-
 def _save_image(texture: AnimationTexture, path: str, png_compression: int = PNG_COMPRESSION) -> None:
-    """Write the pixels with Blender's image API: Non-Color, alpha as data, exact codes.
+    """Write the exact codes: PNG with :mod:`..core.animtex.png`, EXR with Blender's image API."""
+    if texture.precision.normalized:
+        with open(path, "wb") as fh:
+            fh.write(png.encode_png(texture.pixels, png.zlib_level(png_compression)))
+    else:
+        _save_exr(texture, path)
 
-    The render settings of a temporary scene choose the depth (8/16-bit PNG, half/full float EXR)
-    and the compression; Non-Color data passes through ``save_render`` untouched by view transforms
-    (the read-back check in :func:`write_files` guards that).
+
+def _save_exr(texture: AnimationTexture, path: str) -> None:
+    """Write float pixels with Blender's image API: Non-Color, alpha as data, exact values.
+
+    The render settings of a temporary scene choose half or full float and the codec; Non-Color data
+    passes through ``save_render`` untouched by view transforms (the read-back check in
+    :func:`write_files` guards that).
     """
     height, width = texture.pixels.shape[:2]
-    precision = texture.precision
-    image = bpy.data.images.new(
-        ".hybrid_skin_animtex", width, height, alpha=True, float_buffer=precision is not Precision.PNG8
-    )
+    image = bpy.data.images.new(".hybrid_skin_animtex", width, height, alpha=True, float_buffer=True)
     scene = None
     try:
         image.colorspace_settings.name = "Non-Color"
         image.alpha_mode = "CHANNEL_PACKED"
-        bridge.set_image_pixels(image, _file_channels(texture))
+        bridge.set_image_pixels(image, texture.channels())
         scene = bpy.data.scenes.new(".hybrid_skin_animtex")
         settings = scene.render.image_settings
         settings.color_mode = "RGBA"
-        if precision.normalized:
-            settings.file_format = "PNG"
-            settings.color_depth = "8" if precision is Precision.PNG8 else "16"
-            settings.compression = png_compression
-        else:
-            settings.file_format = "OPEN_EXR"
-            settings.color_depth = "16" if precision is Precision.EXR16 else "32"
-            settings.exr_codec = EXR_CODEC
+        settings.file_format = "OPEN_EXR"
+        settings.color_depth = "16" if texture.precision is Precision.EXR16 else "32"
+        settings.exr_codec = EXR_CODEC
         image.save_render(path, scene=scene)
     except RuntimeError as err:
         raise HybridSkinError(f"Blender could not write '{path}': {err}") from err
@@ -132,14 +118,18 @@ def read_image(path: str) -> np.ndarray:
     return pixels
 
 
-def _codes_match(back: np.ndarray, texture: AnimationTexture) -> bool:
-    """Whether channels read back from the file are exactly the texture's stored codes."""
+def _file_matches(path: str, texture: AnimationTexture) -> bool:
+    """Whether the file on disk holds exactly the texture's stored codes (PNG: read by our reader; EXR:
+    as Blender loads it)."""
+    if texture.precision.normalized:
+        with open(path, "rb") as fh:
+            try:
+                return bool(np.array_equal(png.decode_png(fh.read()), texture.pixels))
+            except ValueError:
+                return False
+    back = read_image(path)
     if back.shape != texture.pixels.shape:
         return False
-    if texture.precision.normalized:  # code / Q is exact to far below half a code in float32
-        codes = back * np.float32(texture.precision.max_code)
-        np.rint(codes, out=codes)
-        return bool(np.array_equal(codes, texture.pixels))
     # the stored floats widen exactly to float32 (2x faster than narrowing what was read to half)
     return bool(np.array_equal(back, texture.pixels))
 
@@ -161,7 +151,7 @@ def write_files(
     ]
     try:
         _save_image(texture, temps[0], png_compression)
-        if not _codes_match(read_image(temps[0]), texture):
+        if not _file_matches(temps[0], texture):
             raise HybridSkinError(
                 f"'{image_path}' did not read back with the values written ({texture.precision.value}, "
                 f"Blender {bpy.app.version_string}); nothing was saved: try another precision"
@@ -179,8 +169,12 @@ def write_files(
 
 
 # ------------------------------------------------------------------------------------ mesh data
-def write_mesh_data(part: MeshPart, texture: AnimationTexture) -> None:
-    """Texel index + UV map (VERTEX), or palette indices + weights (bone kinds), per vertex."""
+def write_mesh_data(
+    part: MeshPart, texture: AnimationTexture, corner_items: np.ndarray | None = None
+) -> None:
+    """Texel index per vertex, item per face corner and UV map (VERTEX), or palette indices + weights
+    per vertex (bone kinds). ``corner_items`` ``(C,)``: each corner's item (its corner normal group's,
+    :mod:`.corners`); the vertex's own item where not given."""
     mesh = part.obj.data
     if texture.kind is not Kind.VERTEX:
         indices = part.bone_indices.astype(np.float32)
@@ -191,7 +185,10 @@ def write_mesh_data(part: MeshPart, texture: AnimationTexture) -> None:
         return
     items = np.arange(part.start, part.stop, dtype=np.int32)
     bridge.set_point_attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "value", items)
+    if corner_items is None:
+        corner_items = part.start + bridge.corner_vertices(mesh)
+    bridge.set_corner_attribute(mesh, VERTEX_ATTRIBUTES["corner_index"], "INT", "value", corner_items)
     name = VERTEX_ATTRIBUTES["texel_uv"]
-    uv = texture.layout.item_uv()[part.start + bridge.corner_vertices(mesh)]
+    uv = texture.layout.item_uv()[corner_items]
     if not bridge.set_uv_map(mesh, name, uv):
         raise HybridSkinError(f"'{part.obj.name}' already has 8 UV maps: remove one for '{name}'")

@@ -100,6 +100,12 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         default=True,
         description="Store texel coordinates / bone indices and weights on the meshes",
     )
+    export_gltf: BoolProperty(
+        name="glTF",
+        default=False,
+        description="Also write the baked meshes as <name>.glb beside the texture, with the mesh data as "
+        "glTF attributes an engine loader keeps (needs Mesh Data)",
+    )
     use_modal: BoolProperty(options={"HIDDEN", "SKIP_SAVE"})
 
     _job = None
@@ -128,6 +134,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             power_of_two=self.power_of_two,
             embed_metadata=self.embed_metadata,
             write_mesh_data=self.write_mesh_data,
+            export_gltf=self.export_gltf,
             name=self.file_name,
         )
         if self.action_source == "LISTED" and not any(item.use for item in self.actions):
@@ -205,6 +212,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         row = layout.row(align=True)
         row.prop(self, "embed_metadata", toggle=True)
         row.prop(self, "write_mesh_data", toggle=True)
+        row.prop(self, "export_gltf", toggle=True)
 
     # ----------------------------------------------------------------------------------- modal
     def _start_modal(self, context, job) -> set[str]:

@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--name", default="", help="file name without extension (default: object_kind)")
     parser.add_argument("--save", action="store_true", help="save the .blend with the per-vertex texel data")
+    parser.add_argument(
+        "--gltf", action="store_true", help="also write the baked meshes as <name>.glb with the mesh data"
+    )
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -115,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
             max_width=args.max_width,
             power_of_two=args.power_of_two,
             embed_metadata=not args.no_embed,
-            write_mesh_data=args.save,
+            write_mesh_data=args.save or args.gltf,
+            export_gltf=args.gltf,
             name=args.name,
             reset_unkeyed_to_rest=args.unkeyed_bones_at_rest,
             deform_factor=args.deform_factor,
@@ -140,6 +144,8 @@ def print_result(result) -> None:
         f"{len(tex.clips)} clip(s), frame step {tex.clips[0].frame_step:g}"
     )
     print(f"  {result.image_path}\n  {result.json_path}")
+    if result.gltf_path:
+        print(f"  {result.gltf_path}")
     f = result.metadata["deform_factor"]
     number = "per vertex" if f["value"] is None else f"{f['value']:g}"
     where = "baked in" if f["baked"] else "at runtime"

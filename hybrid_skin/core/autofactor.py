@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dualquat import quaternion_from_matrix
+from .dualquat import quaternion_from_matrix, quaternion_to_matrix
 
 __all__ = [
     "ANGLE_EPSILON",
@@ -82,6 +82,13 @@ def relative_rotations(deform: np.ndarray, parents: np.ndarray) -> np.ndarray:
     d = np.asarray(deform, dtype=np.float64)[:, :3, :3]
     par = np.asarray(parents)
     parent_d = np.where((par >= 0)[:, None, None], d[np.maximum(par, 0)], np.eye(3))
+    # A parent scaled to 0 (game rigs hide parts that way) has no inverse: relate to its rotation alone,
+    # which for a zero matrix is none (its children, scaled to 0 with it, then read no rotation either).
+    singular = np.abs(np.linalg.det(parent_d)) <= 1e-12
+    if singular.any():
+        parent_d = np.where(
+            singular[:, None, None], quaternion_to_matrix(quaternion_from_matrix(parent_d)), parent_d
+        )
     return quaternion_from_matrix(np.linalg.solve(parent_d, d))
 
 

@@ -37,22 +37,29 @@ _UNIT_EPS = 1e-5
 _SCALE_EPS_SQ = 1e-4**2
 
 
-def quaternion_from_matrix(m: np.ndarray) -> np.ndarray:
+def quaternion_from_matrix(m: np.ndarray, *, blender_branch: bool = False) -> np.ndarray:
     """Rotation matrices ``(..., 3, 3)`` → unit quaternions ``(..., 4)`` with ``w >= 0``.
 
     Columns are normalised first and a negative determinant is negated, as Blender's
     ``mat4_to_quat`` does; the canonical sign (``w >= 0``) matters because dual quaternion
-    blending decides antipodality from signs.
+    blending decides antipodality from signs. A zero matrix is no rotation.
+
+    The formula is chosen from the largest of the four diagonal combinations (Shepperd), which is the
+    most accurate for a matrix that is not quite a rotation (what the texture formats and their shaders
+    use). ``blender_branch`` chooses it by signs instead, as Blender's ``mat3_normalized_to_quat_fast``
+    does: the same quaternion for a rotation, and Blender's own for a degenerate matrix (the
+    orthogonalised axes of a bone scaled to 0 on some axes).
     """
     m = np.asarray(m, dtype=np.float64)
     m = m / np.maximum(np.linalg.norm(m, axis=-2, keepdims=True), 1e-30)
     det = np.linalg.det(m)
     m = np.where((det < 0)[..., None, None], -m, m)
     m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
-    q = np.empty(m.shape[:-2] + (4,), dtype=np.float64)
-    # Shepperd's method: take the largest of the four diagonal combinations for stability.
     cand = np.stack([1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22], -1)
-    best = np.argmax(cand, axis=-1)
+    if blender_branch:  # Mike Day's choice; a zero matrix takes the W branch: no rotation (Blender #101848)
+        best = np.where(m22 < 0, np.where(m00 > m11, 1, 2), np.where(m00 < -m11, 3, 0))
+    else:
+        best = np.argmax(cand, axis=-1)
     s = 2.0 * np.sqrt(np.maximum(np.take_along_axis(cand, best[..., None], -1)[..., 0], 1e-30))
     r21, r12 = m[..., 2, 1], m[..., 1, 2]
     r02, r20 = m[..., 0, 2], m[..., 2, 0]
@@ -64,7 +71,9 @@ def quaternion_from_matrix(m: np.ndarray) -> np.ndarray:
     cases = np.stack([w_case, x_case, y_case, z_case], -2)
     q = np.take_along_axis(cases, best[..., None, None], -2)[..., 0, :]
     q = np.where((q[..., :1] < 0), -q, q)
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+    length = np.linalg.norm(q, axis=-1, keepdims=True)
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+    return np.divide(q, length, out=np.broadcast_to(identity, q.shape).copy(), where=length > 1e-30)
 
 
 def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:
@@ -185,7 +194,10 @@ def _affine_inverse(m: np.ndarray) -> np.ndarray:
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+    """Unit vectors; a zero vector stays zero, as Blender's ``normalize_v3`` leaves it (a bone scaled to 0
+    has zero axes: its rotation then comes out as none, never NaN)."""
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.divide(v, length, out=np.zeros_like(v), where=length * length > 1e-35)
 
 
 def _orthogonalize_around_y(m: np.ndarray) -> np.ndarray:
@@ -235,7 +247,7 @@ def bone_dual_quaternions(deform: np.ndarray, rest: np.ndarray) -> BoneDualQuate
     rigid = _is_rigid(deform, rest)
 
     base_rs = deform @ rest
-    base_quat = quaternion_from_matrix(_orthogonalize_around_y(base_rs[..., :3, :3]))
+    base_quat = quaternion_from_matrix(_orthogonalize_around_y(base_rs[..., :3, :3]), blender_branch=True)
     base_r = np.zeros_like(deform)
     base_r[..., :3, :3] = quaternion_to_matrix(base_quat)
     base_r[..., :, 3] = base_rs[..., :, 3]

@@ -50,9 +50,13 @@ def target_to_armature(obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -
 class MeshBind:
     """One mesh's bind: rest input, influences and bone rest data, as :func:`bind` read them."""
 
+    #: Names as they were at bind time, for messages; the bind follows the objects by ``session_uid`` and
+    #: the armature through its Armature modifier, so renaming either object never breaks it.
     object_name: str
     modifier_name: str
     armature_name: str
+    object_uid: int
+    armature_uid: int
     bones: core_binding.DeformBones
     pose_index: np.ndarray
     rest_positions: np.ndarray
@@ -84,7 +88,7 @@ class MeshBind:
             mask = np.zeros(self.vertex_count)
         split = None
         if self.bones.curved.any():
-            arm_eval = arm_eval or bpy.data.objects[self.armature_name]
+            arm_eval = arm_eval or self.armature(self.mesh_object())
 
             def split(d: int, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 pb = arm_eval.pose.bones[self.bones.names[d]]
@@ -97,6 +101,43 @@ class MeshBind:
             counts, bone, weight, points, self.bones, mask, invert, envelopes, split
         )
         self.bound_target_to_armature = target_to_armature
+
+    def mesh_object(self) -> bpy.types.Object:
+        """The bound mesh object, found again by identity (``session_uid``) if it was renamed."""
+        obj = bpy.data.objects.get(self.object_name)
+        if obj is None or obj.session_uid != self.object_uid:
+            obj = next((o for o in bpy.data.objects if o.session_uid == self.object_uid), None)
+        if obj is None:
+            raise HybridSkinError(f"'{self.object_name}' no longer exists: nothing to skin")
+        self.object_name = obj.name
+        return obj
+
+    def armature(self, obj: bpy.types.Object) -> bpy.types.Object:
+        """The armature object, by reference: the one the bound Armature modifier deforms by, whatever its
+        name now. A modifier that lost it, or now points at another armature, is a clear error."""
+        mod = obj.modifiers.get(self.modifier_name)
+        if mod is None:
+            raise HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
+        arm = mod.object
+        if arm is None or arm.type != "ARMATURE":
+            raise HybridSkinError(
+                f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: "
+                "pick one in its Object field"
+            )
+        if arm.session_uid != self.armature_uid:
+            raise HybridSkinError(
+                f"Armature modifier '{mod.name}' on '{obj.name}' now deforms by '{arm.name}': rebind"
+            )
+        self.armature_name = arm.name
+        return arm
+
+    def mesh_moved(self, obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bool:
+        """Whether the mesh's own vertices moved since the bind (edited without Rebind). A rest input that
+        can animate (shape keys, modifiers above) is re-read at every pose anyway: never stale."""
+        stack = list(obj.modifiers)
+        if obj.data.shape_keys is not None or any(m.show_viewport for m in stack[: stack.index(mod)]):
+            return False
+        return not np.array_equal(bridge.vertex_positions(obj.data), self.rest_positions)
 
     def refresh_rest(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> bool:
         """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
@@ -141,14 +182,18 @@ class MeshBind:
         read in bulk, O(bones). Consumers of ``binding`` and ``rest_positions`` (the GPU skin) notice a
         rebuild by identity: both are replaced, never edited.
         """
-        obj = bpy.data.objects[self.object_name]
-        arm_eval = bpy.data.objects[self.armature_name].evaluated_get(depsgraph)
+        obj = self.mesh_object()
+        arm_eval = self.armature(obj).evaluated_get(depsgraph)
         placement = target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
         moved = self.refresh_rest(obj, depsgraph)
         placed = np.allclose(placement, self.bound_target_to_armature, rtol=0.0, atol=TRANSFORM_TOLERANCE)
         if (moved or not placed) and self.binding_uses_positions:
             self.rebuild_binding(placement, arm_eval)
-        deform = self.deform_matrices(arm_eval)
+        if bridge.armature_in_edit_mode(arm_eval.original):
+            # Blender deforms by the rest pose while the bones are edited (its pose is not evaluated).
+            deform = np.broadcast_to(np.eye(4), self.virtual_rest.shape).copy()
+        else:
+            deform = self.deform_matrices(arm_eval)
         return PosedBind(self, placement, deform, bone_palette(deform, self.virtual_rest))
 
 
@@ -205,7 +250,18 @@ def _fingerprint(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> tupl
         mod.use_vertex_groups,
         tuple(g.name for g in obj.vertex_groups),
         tuple((b.name, b.use_deform, b.bbone_segments) for b in arm.data.bones) if arm else (),
+        _bone_rest_key(arm),
     )
+
+
+def _bone_rest_key(arm: bpy.types.Object | None) -> bytes:
+    """The bones' rest matrices as bytes (O(bones), one bulk read): bones moved in Edit Mode bind again."""
+    if arm is None or arm.type != "ARMATURE":
+        return b""
+    bones = arm.data.bones
+    buf = np.empty(len(bones) * 16, dtype=np.float32)
+    bones.foreach_get("matrix_local", buf)
+    return buf.tobytes()
 
 
 def bind(
@@ -220,7 +276,7 @@ def bind(
     vertex groups whose weights the bind keeps besides the modifier's mask group (the factor group).
     Raises :class:`..errors.HybridSkinError` on bad input."""
     mod = bridge.armature_modifier(obj, modifier_name)
-    arm = bridge.validate(obj, mod)
+    arm = bridge.validate(obj, mod, rest_in_edit_mode=True)
     bones = bridge.deform_bones(arm)
     arm_eval = arm.evaluated_get(depsgraph)
     positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
@@ -254,6 +310,8 @@ def bind(
         object_name=obj.name,
         modifier_name=mod.name,
         armature_name=arm.name,
+        object_uid=obj.session_uid,
+        armature_uid=arm.session_uid,
         bones=bones,
         pose_index=bridge.pose_bone_index(arm, bones.names),
         rest_positions=np.ascontiguousarray(positions, dtype=np.float32),
@@ -281,9 +339,19 @@ def bind_groups(obj: bpy.types.Object) -> tuple[str, ...]:
     return (settings.factor_vertex_group,)
 
 
-def cached_bind(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> MeshBind:
+def cached_bind(
+    obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, *, check_rest: bool = True
+) -> MeshBind:
     """The bind of ``obj`` as its Hybrid Skin settings ask (their Armature modifier, their factor group),
-    from the runtime's cache; re-bound when its mesh, modifier settings, groups or bones changed."""
+    from the runtime's cache; re-bound when its mesh, modifier settings, groups or bones changed.
+
+    ``check_rest``: also bind again when the mesh's vertices moved since the bind (O(vertices), one bulk
+    read). Why rebind rather than refuse: the bind is a cache of the mesh, and a cache that no longer
+    matches its source is refreshed, as the depsgraph handler already does after every edit in the UI; a
+    message would only ask the user to press Rebind, and a result (a bake, a script's positions) must never
+    come from a mesh that is not there any more. The viewport passes False: it is O(bones) per frame and
+    the handler forgets its bind when the mesh is edited. Vertex weights edited by a script are not
+    compared (reading them costs a bind): ``api.rebind`` after such edits."""
     settings = getattr(obj, "hybrid_skin", None)
     mod = bridge.armature_modifier(obj, settings.modifier_name if settings is not None else "")
     groups = bind_groups(obj)
@@ -294,6 +362,7 @@ def cached_bind(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> MeshBi
         or bound.fingerprint != _fingerprint(obj, mod)
         or bound.object_name != obj.name
         or any(gi not in bound.group_weights for gi in map(obj.vertex_groups.find, groups) if gi >= 0)
+        or (check_rest and bound.mesh_moved(obj, mod))
     ):
         bound = binds[obj.session_uid] = bind(obj, depsgraph, mod.name, groups)
     return bound

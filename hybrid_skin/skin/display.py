@@ -27,6 +27,8 @@ __all__ = [
     "DQS_MODIFIER",
     "FACTOR_GROUP",
     "apply",
+    "gpu_applied",
+    "gpu_refusal",
     "is_applied",
     "refresh_factor_group",
     "restore",
@@ -39,6 +41,31 @@ FACTOR_GROUP = "HybridSkin Factor"
 
 def is_applied(obj: bpy.types.Object) -> bool:
     return bool(obj.hybrid_skin.saved_state)
+
+
+def gpu_applied(obj: bpy.types.Object) -> bool:
+    """Whether the GPU display's setup is in place: Blender's own drawing of the mesh is hidden, so the
+    add-on may draw it (else the mesh would be drawn twice)."""
+    state = obj.hybrid_skin.saved_state
+    return bool(state) and "show_viewport" in json.loads(state)
+
+
+def gpu_refusal(obj: bpy.types.Object) -> str | None:
+    """Why the GPU display cannot show ``obj``, as one sentence (Blender's own stack shows it then), or
+    None. The GPU display skins one Armature modifier and hides Blender's drawing of the mesh: a linked
+    object's modifiers cannot be hidden, and a second Armature modifier would be left out."""
+    if obj.library is not None or obj.override_library is not None:
+        return (
+            f"'{obj.name}' is linked from a library, whose modifiers Hybrid Skin cannot hide: Blender shows "
+            "its own deformation (make it local to see the hybrid)"
+        )
+    armatures = [m for m in obj.modifiers if m.type == "ARMATURE" and m.name != DQS_MODIFIER]
+    if len(armatures) > 1:
+        return (
+            f"'{obj.name}' has {len(armatures)} Armature modifiers and the GPU display skins only one: "
+            "it uses the Evaluated display (Blender's own stack) instead"
+        )
+    return None
 
 
 def restore(obj: bpy.types.Object) -> None:
@@ -67,7 +94,12 @@ def restore(obj: bpy.types.Object) -> None:
 
 
 def apply(obj: bpy.types.Object) -> None:
-    """Make the object's own display match its settings (restoring first, so this is idempotent)."""
+    """Make the object's own display match its settings (restoring first, so this is idempotent).
+
+    Linked objects and library overrides are left exactly as their library has them: their data is not
+    the user's to change (Add refuses them too), so the viewport does not draw them either."""
+    if obj.library is not None or obj.override_library is not None:
+        return
     restore(obj)
     settings = obj.hybrid_skin
     mod = bridge.find_armature_modifier(obj, settings.modifier_name)
@@ -79,7 +111,10 @@ def apply(obj: bpy.types.Object) -> None:
         "active_group": obj.vertex_groups.active_index,
     }
     stack = list(obj.modifiers)
-    if settings.display == "GPU":
+    gpu = settings.display == "GPU" and gpu_refusal(obj) is None
+    if not gpu and settings.display == "GPU":
+        runtime.get().report_once(obj.name, HybridSkinError(gpu_refusal(obj)))
+    if gpu:
         tail = stack[stack.index(mod) :]
         saved["show_viewport"] = {m.name: m.show_viewport for m in tail}
         for m in tail:
@@ -95,7 +130,7 @@ def apply(obj: bpy.types.Object) -> None:
         extra.show_viewport = mod.show_viewport
         extra.show_render = mod.show_render
     settings.saved_state = json.dumps(saved)
-    if settings.display == "EVALUATED":
+    if not gpu:
         refresh_factor_group(obj)
 
 
@@ -113,7 +148,7 @@ def write_factor_group(obj: bpy.types.Object) -> None:
     wanted = factor.resolve(obj)
     if wanted.auto:
         depsgraph = bpy.context.evaluated_depsgraph_get()
-        auto = bind.cached_bind(obj, depsgraph).posed(depsgraph).auto_factors()
+        auto = bind.cached_bind(obj, depsgraph, check_rest=False).posed(depsgraph).auto_factors()
         values = np.round(auto / AUTO_STEP) * AUTO_STEP
     else:
         values = wanted.values()
@@ -141,6 +176,8 @@ def settings_changed(obj: bpy.types.Object) -> None:
     saved = json.loads(settings.saved_state) if settings.saved_state else None
     mode = None if saved is None else ("EVALUATED" if "added_modifier" in saved else "GPU")
     wanted = settings.display if settings.enabled and not settings.bake_state else None
+    if wanted == "GPU" and gpu_refusal(obj) is not None:
+        wanted = "EVALUATED"  # what apply() shows for an object the GPU display cannot
     if mode != wanted:
         apply(obj)
     elif wanted == "EVALUATED":

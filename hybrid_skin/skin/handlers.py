@@ -1,7 +1,8 @@
 """Application handlers: re-arm on file load, keep saved files clean, drop caches on undo.
 
 Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and
-re-applied in ``save_post``), so a file opened without the add-on looks exactly as before Hybrid Skin.
+re-applied in ``save_post``, or ``save_post_fail`` when the save failed), so a file opened without the
+add-on looks exactly as before Hybrid Skin.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ _HANDLERS = (
     ("load_post", on_load_post),
     ("save_pre", on_save_pre),
     ("save_post", on_save_post),
+    # A save that fails (unwritable folder, full disk) must re-arm too: save_pre restored the user's setup,
+    # and without this the GPU display would draw over Blender's own mesh.
+    ("save_post_fail", on_save_post),
     ("undo_post", on_undo_redo),
     ("redo_post", on_undo_redo),
     ("depsgraph_update_post", on_depsgraph_update),

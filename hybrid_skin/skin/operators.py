@@ -58,7 +58,13 @@ class HYBRID_SKIN_OT_add(bpy.types.Operator):
         except HybridSkinError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        refusal = display.gpu_refusal(obj) if settings.display == "GPU" else None
+        if refusal is not None:
+            settings.display = "EVALUATED"  # say what is shown: Blender's own stack, every modifier in it
         settings.enabled = True  # applies the display state through the update callback
+        if refusal is not None:
+            self.report({"WARNING"}, refusal)
+            return {"FINISHED"}
         segments = bound.bones.virtual_count - bound.bones.count
         extra = f" + {segments} B-bone segment joints" if segments else ""
         self.report(

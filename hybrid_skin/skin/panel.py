@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 
 from .. import runtime
-from . import bind
+from . import bind, display
 
 
 class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
@@ -34,6 +34,9 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
         if settings.factor_mode == "VERTEX_GROUP":
             layout.prop_search(settings, "factor_vertex_group", obj, "vertex_groups")
         layout.prop(settings, "display", expand=True)
+        if settings.display == "GPU" and display.gpu_refusal(obj) is not None:
+            # The sentence is in the Add report and the console; a panel label cannot wrap it.
+            layout.label(text="Shown by Blender's own modifiers (see the Info log)", icon="INFO")
         layout.operator("hybrid_skin.render_comparison", icon="RENDER_STILL")
         self.draw_bake(layout, settings)
         self.draw_stats(layout, obj)

@@ -27,13 +27,14 @@ from .. import bridge, factor, runtime
 from ..draw.colors import display_color
 from ..draw.resources import GpuSkin
 from ..errors import HybridSkinError
-from . import bind
+from . import bind, display
 
 __all__ = [
     "ShownSkin",
     "apply_factors",
     "draw_callback",
     "draw_object",
+    "draw_objects",
     "forget",
     "settings_changed",
     "shows_on_gpu",
@@ -76,9 +77,16 @@ def settings_changed(obj: bpy.types.Object) -> None:
 
 
 def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=None) -> bool:
-    """Whether the draw callback draws ``obj``: Hybrid Skin on, GPU display, not baked, visible."""
+    """Whether the draw callback draws ``obj``: Hybrid Skin on, GPU display set up, not baked, visible."""
     settings = obj.hybrid_skin if obj.type == "MESH" else None
     if settings is None or not settings.enabled or settings.display != "GPU" or settings.bake_state:
+        return False
+    if not display.gpu_applied(obj):
+        # Blender's own drawing of this mesh is not hidden (a linked object, whose modifiers the add-on
+        # cannot hide; one with two Armature modifiers, shown Evaluated): drawing it would draw it twice.
+        reason = display.gpu_refusal(obj)
+        if reason is not None:
+            runtime.get().report_once(obj.name, HybridSkinError(reason))
         return False
     return obj.visible_get(view_layer=view_layer, viewport=space)
 
@@ -96,7 +104,7 @@ def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin
     shown = state.shown.get(obj.session_uid)
     if shown is not None and shown.checked == state.generation and not shown.factors_stale:
         return shown  # nothing changed since the last draw: no bind check on a mere redraw
-    bound = bind.cached_bind(obj, depsgraph)
+    bound = bind.cached_bind(obj, depsgraph, check_rest=False)
     if shown is None or shown.skin.source is not bound:
         forget(obj)
         surface = bridge.surface(obj.evaluated_get(depsgraph).data)
@@ -146,6 +154,33 @@ def draw_object(
     return shown.skin
 
 
+def draw_objects(
+    objects,
+    depsgraph: bpy.types.Depsgraph,
+    view_projection: np.ndarray,
+    view_layer: bpy.types.ViewLayer,
+    space=None,
+) -> list[GpuSkin]:
+    """:func:`draw_object` for each of ``objects``; returns the skins drawn.
+
+    One object that cannot be drawn never stops the others: whatever goes wrong with it (a scene the
+    add-on refuses, or a bug) is printed once per object and message, and the loop goes on."""
+    drawn = []
+    state = runtime.get()
+    for obj in objects:
+        try:
+            skin = draw_object(obj, depsgraph, view_projection, view_layer, space)
+        except HybridSkinError as err:
+            state.report_once(obj.name, err)
+        except Exception as err:  # noqa: BLE001 - isolate per object; printed once, never per redraw
+            problem = f"cannot draw '{obj.name}': {type(err).__name__}: {err}"
+            state.report_once(obj.name, HybridSkinError(problem))
+        else:
+            if skin is not None:
+                drawn.append(skin)
+    return drawn
+
+
 def draw_callback() -> None:
     context = bpy.context
     view_layer, space, region = context.view_layer, context.space_data, context.region_data
@@ -153,11 +188,7 @@ def draw_callback() -> None:
         return
     depsgraph = context.evaluated_depsgraph_get()
     view_projection = np.array(region.perspective_matrix, dtype=np.float64)
-    for obj in view_layer.objects:
-        try:
-            draw_object(obj, depsgraph, view_projection, view_layer, space)
-        except HybridSkinError as err:
-            runtime.get().report_once(obj.name, err)
+    draw_objects(view_layer.objects, depsgraph, view_projection, view_layer, space)
 
 
 def register() -> None:

@@ -82,7 +82,11 @@ def decoded_crowd(core, crowd_core, texture, meta, parts, layout, seconds, facto
         local = []
         if meta["kind"] == "VERTEX":
             base = np.concatenate([vertex_data(obj)[0] for obj in parts])
-            p, n = core.decode_vertex_frames(texture, base, clip, at)
+            # the decoder takes every item's rest; items past the vertices (further corner normal
+            # groups of flat or sharp faces) are not drawn by the preview, so theirs is left at 0
+            rest = np.zeros((texture.layout.item_count, 3), np.float32)
+            rest[: len(base)] = base
+            p, n = core.decode_vertex_frames(texture, rest, clip, at)
             start = 0
             for obj in parts:
                 count = len(obj.data.vertices)

@@ -42,7 +42,8 @@ def test_progress_lines_and_the_one_comparison_line(demo):
     steps = [line for line in lines if re.match(r"\[\d/7\] ", line)]
     assert [s[:5] for s in steps] == [f"[{k}/7]" for k in range(1, 8)], done.stdout
     assert all(re.search(r"\(\d+\.\d s\)$", s) for s in steps), steps  # each says how long it took
-    # Blender's chatter: operator reports, EGL, and Blender 5's timestamped log lines ("00:00.019  color_management | ...")
+    # Blender's chatter: operator reports, EGL, and Blender 5's timestamped log lines
+    # ("00:00.019  color_management | ...")
     chatter = [
         line for line in lines
         if line.startswith(("Info:", "EGL", "Warning:")) or re.match(r"\d\d:\d\d\.\d{3} ", line)

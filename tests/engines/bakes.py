@@ -1,10 +1,12 @@
 """Real rigs (assets/) baked the way a user bakes them, and Blender's own evaluation of them (the truth).
 
-Bakes run through the command line (``python -m hybrid_skin bake-textures ... --save``) on a .blend saved
-from a fresh glTF import; :mod:`tests.engines.export_gltf` then writes the baked meshes as glTF for the
-browser. The truth is evaluated in this process on a fresh import of the same file: Blender's native
-Armature modifier (LBS), its Preserve Volume (DQS) or its two-modifier mix for a factor in between
-(:func:`tests.support.scenes.native_positions`), each clip played as the bake plays it.
+Bakes run through the command line (``python -m hybrid_skin bake-textures ... --save --gltf``) on a .blend
+saved from a fresh glTF import: the bake's own ``<name>.glb`` (glTF's +Y up, issue 14 §5) is what the
+browser loads; :mod:`tests.engines.export_gltf` writes a second copy in Blender's Z up for the test that the
+runtime's axis change is exact, and for the crowd picture. The truth is evaluated in this process on a fresh
+import of the same file: Blender's native Armature modifier (LBS), its Preserve Volume (DQS) or its
+two-modifier mix for a factor in between (:func:`tests.support.scenes.native_positions`), each clip played
+as the bake plays it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ SCENE_POSES: dict[str, dict] = {}
 class Bake:
     folder: Path
     sidecar: Path
-    gltf: Path
+    glb: Path  # the bake's own export (+Y up)
+    gltf: Path  # tests/engines/export_gltf.py's copy in Blender's axes (Z up)
     meta: dict
 
 
@@ -73,8 +76,8 @@ def _run(args: list[str], what: str) -> None:
 def bake_asset(
     blend: Path, folder: Path, armature: str, actions: list[str], kind: str, precision: str
 ) -> Bake:
-    """Bake ``actions`` with the command line into ``folder`` (on a copy of ``blend``) and export glTF, as
-    Blender's Z up (``<name>.gltf``) and as glTF's Y up (``<name>_yup.gltf``)."""
+    """Bake ``actions`` with the command line into ``folder`` (on a copy of ``blend``), with the bake's own
+    glTF export (``<name>.glb``, +Y up), and export a Z-up copy (``<name>.gltf``) with export_gltf.py."""
     folder.mkdir(parents=True)
     copy = folder / blend.name
     copy.write_bytes(blend.read_bytes())
@@ -82,15 +85,16 @@ def bake_asset(
     _run(
         [sys.executable, "-m", "hybrid_skin", "bake-textures", str(copy), "--object", armature,
          "--actions", *actions, "--kind", kind, "--precision", precision, "--output", str(folder),
-         "--name", name, "--save"],
+         "--name", name, "--save", "--gltf"],
         f"bake-textures {kind} {precision}",
     )  # fmt: skip
     gltf = folder / f"{name}.gltf"
     export = [sys.executable, str(Path(__file__).with_name("export_gltf.py")), str(copy)]
-    _run([*export, str(gltf)], "glTF export")
-    _run([*export, str(folder / f"{name}_yup.gltf"), "--y-up"], "glTF export (+Y up)")
+    _run([*export, str(gltf)], "glTF export (Z up)")
     sidecar = folder / f"{name}.json"
-    return Bake(folder, sidecar, gltf, json.loads(sidecar.read_text(encoding="utf-8")))
+    glb = folder / f"{name}.glb"
+    assert glb.is_file(), f"the bake wrote no {glb.name}"
+    return Bake(folder, sidecar, glb, gltf, json.loads(sidecar.read_text(encoding="utf-8")))
 
 
 def clip_frame(clip: dict, seconds: float) -> float:

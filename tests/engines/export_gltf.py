@@ -5,8 +5,9 @@
 Blender's glTF exporter writes custom attributes only when their names start with "_" (upper-cased in the
 file: ``_ANIMTEX_INDEX``); the bake names them as the sidecar says (``animtex_index``, ...). Until the
 one-export work (issue 14 §5) writes them under exporter-friendly names itself, this copies each of them
-to ``_<name>`` and adds the test-only ``_hs_vertex`` (each vertex's index in its Blender mesh, to pair the
-exporter's split vertices with Blender's evaluation). The meshes go out in their own coordinates
+(point and corner attributes: ``animtex_corner_index`` is per face corner) to ``_<name>`` and adds the
+test-only ``_hs_vertex`` (each vertex's index in its Blender mesh, to pair the exporter's split vertices
+with Blender's evaluation). The meshes go out in their own coordinates
 (no skin, no modifiers; Z up as in Blender, or with ``--y-up`` converted to glTF's Y up the way the
 exporter does by default): the animation textures are in the Z-up mesh space.
 """
@@ -35,15 +36,16 @@ def main(blend: str, gltf: str, y_up: bool = False) -> None:
         )
         # by name: adding an attribute may move the others, invalidating references to them
         baked = [
-            (a.name, a.data_type)
+            (a.name, a.data_type, a.domain, len(a.data))
             for a in me.attributes
-            if a.name.startswith("animtex_") and a.domain == "POINT"
+            if a.name.startswith("animtex_") and a.domain in ("POINT", "CORNER") and a.data_type in COPIED
         ]
-        for name, data_type in baked:
+        for name, data_type, domain, count in baked:
             field = COPIED[data_type]
-            buf = np.empty(n * (4 if field == "color" else 1), np.int32 if data_type == "INT" else np.float32)
+            dtype = np.int32 if data_type == "INT" else np.float32
+            buf = np.empty(count * (4 if field == "color" else 1), dtype)
             me.attributes[name].data.foreach_get(field, buf)
-            me.attributes.new("_" + name, data_type, "POINT").data.foreach_set(field, buf)
+            me.attributes.new("_" + name, data_type, domain).data.foreach_set(field, buf)
     bpy.ops.object.select_all(action="DESELECT")
     for obj in meshes:
         obj.select_set(True)

@@ -1,9 +1,10 @@
 """The three.js runtime plays real bakes of RobotExpressive in headless Chromium as Blender deforms the robot.
 
-Bakes are made with the command line and exported as glTF (:mod:`tests.engines.bakes`); the page
-(``pages/three.js``) loads them with ``shaders/engines/three/hybrid_skin_animtex.js`` and three's
-GLTFLoader, plays an ``AnimtexCrowd`` and reads every vertex of every instance back from a float target
-(the runtime's own GLSL, i.e. the shipped ``shaders/animtex_*.glsl``). Checks, per instance:
+Bakes are made with the command line, which also writes the meshes as ``.glb`` (:mod:`tests.engines.bakes`);
+the page (``pages/three.js``) loads exactly these files (texture, sidecar, .glb in glTF's +Y up) with
+``shaders/engines/three/hybrid_skin_animtex.js`` and three's GLTFLoader, plays an ``AnimtexCrowd`` and reads
+every vertex of every instance back from a float target (the runtime's own GLSL, i.e. the shipped
+``shaders/animtex_*.glsl``). Checks, per instance:
 
 * against **Blender's own evaluation** (native Armature modifiers: LBS, Preserve Volume, or their mix at
   the factor) at stored frames and halfway between them: positions within the error the sidecar claims for
@@ -105,36 +106,49 @@ def readback(bakes, page_server):
     characters = []
     for key, bake in bakes.items():
         folder = f"/data/{key}"
-        spec = {"id": key, "sidecar": f"{folder}/{bake.sidecar.name}", "gltf": f"{folder}/{bake.gltf.name}",
-                "time": TIME, "instances": instances_for(bake.meta)}  # fmt: skip
+        spec = {"id": key, "sidecar": f"{folder}/{bake.sidecar.name}", "gltf": f"{folder}/{bake.glb.name}",
+                "yUp": True, "time": TIME, "instances": instances_for(bake.meta)}  # fmt: skip
         characters.append(spec)
         if key == "vertex":  # the same, finding each vertex's texels through the texel UV map instead
             characters.append({**spec, "id": "vertex_uv", "itemFromUv": "uv"})
-        if key in ("vertex", "dq"):  # the same from a glTF in Y-up axes (the exporter's default)
-            yup = f"{folder}/{bake.gltf.stem}_yup.gltf"
-            characters.append({**spec, "id": f"{key}_yup", "gltf": yup, "yUp": True})
+        if key in ("vertex", "dq"):  # the same from a glTF in Blender's Z-up axes
+            characters.append(
+                {**spec, "id": f"{key}_zup", "gltf": f"{folder}/{bake.gltf.name}", "yUp": False}
+            )
     result = page_server.run_page("three.html", {"mode": "readback", "characters": characters}, timeout=600)
-    return {c["id"]: c for c in result["characters"]}, {c["id"]: c["instances"] for c in characters}
+    y_up = {c["id"]: c["yUp"] for c in characters}
+    return {c["id"]: {**c, "yUp": y_up[c["id"]]} for c in result["characters"]}, {
+        c["id"]: c["instances"] for c in characters
+    }
+
+
+def blender_axes(v: np.ndarray) -> np.ndarray:
+    """glTF's +Y up ``(x, y, z)`` → Blender's ``(x, -z, y)``: a swap and a sign, exact in float32."""
+    return v[..., [0, 2, 1]] * np.array([1, -1, 1], v.dtype)
 
 
 def parts_of(character: dict, count: int) -> dict:
-    """Per part name: the page's arrays, shaped."""
+    """Per part name: the page's arrays, shaped, in Blender's axes (from a +Y up glTF: converted)."""
+    axes = blender_axes if character.get("yUp") else (lambda v: v)
     out = {}
     for part in character["parts"]:
         n = part["vertices"]
+        attributes = {k: floats(v) for k, v in part["attributes"].items()}
+        if "normal" in attributes:
+            attributes["normal"] = axes(attributes["normal"].reshape(-1, 3)).ravel()
         out[part["name"]] = {
             "blender_vertex": floats(part["blender_vertex"]).astype(np.int64),
-            "rest": floats(part["rest"], (n, 3)),
-            "positions": floats(part["positions"], (count, n, 4))[..., :3],
-            "normals": floats(part["normals"], (count, n, 4))[..., :3],
-            **{k: floats(v) for k, v in part["attributes"].items()},
+            "rest": axes(floats(part["rest"], (n, 3))),
+            "positions": axes(floats(part["positions"], (count, n, 4))[..., :3]),
+            "normals": axes(floats(part["normals"], (count, n, 4))[..., :3]),
+            **attributes,
         }
     return out
 
 
 def test_page_decodes_every_instance(readback):
     results, jobs = readback
-    assert set(results) == {*BAKES, "vertex_uv", "vertex_yup", "dq_yup"}
+    assert set(results) == {*BAKES, "vertex_uv", "vertex_zup", "dq_zup"}
     for key, character in results.items():
         parts = parts_of(character, len(jobs[key]))
         assert sorted(parts) == ["Object_94", "Object_95", "Object_98", "Object_99"]
@@ -144,19 +158,17 @@ def test_page_decodes_every_instance(readback):
 
 @pytest.mark.parametrize("key", ["vertex", "dq"])
 def test_y_up_geometry_plays_the_same_motion(readback, key):
-    """glTF's Y up (x, z, -y) of Blender's axes in, the same numbers out: bit for bit, since the runtime's
-    axis change is a swap and a sign on both sides of the same decoder."""
+    """glTF's Y up (x, z, -y) of Blender's axes in (the bake's .glb), the same numbers out as from a Z-up
+    export: bit for bit, since the runtime's axis change is a swap and a sign on both sides of the same
+    decoder (``parts_of`` turns the Y-up results back)."""
     results, jobs = readback
-    z_up = parts_of(results[key], len(jobs[key]))
-    y_up = parts_of(results[f"{key}_yup"], len(jobs[key]))
+    y_up = parts_of(results[key], len(jobs[key]))
+    z_up = parts_of(results[f"{key}_zup"], len(jobs[key]))
     for name, part in z_up.items():
         other = y_up[name]
         np.testing.assert_array_equal(other["blender_vertex"], part["blender_vertex"])
-        for field in ("positions", "normals"):
-            back = other[field][..., [0, 2, 1]] * np.array(
-                [1, -1, 1], np.float32
-            )  # glTF (x, z, -y) -> Blender
-            np.testing.assert_array_equal(back, part[field])
+        for field in ("rest", "positions", "normals"):
+            np.testing.assert_array_equal(other[field], part[field])
 
 
 def test_texel_uv_path_equals_texel_index_path(readback):

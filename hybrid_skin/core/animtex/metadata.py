@@ -48,7 +48,8 @@ UNKEYED_BONES = ("scene", "rest")
 #: Mesh data the Blender side writes so an engine finds each vertex's texels after reordering.
 DEFAULT_MESH_ATTRIBUTES = {
     "texel_index": "animtex_index",  # INT point attribute: item index (vertex textures)
-    "texel_uv": "animtex_uv",  # UV map: texel-centre UV of the vertex's first texel in frame 0
+    "texel_uv": "animtex_uv",  # UV map: texel-centre UV of the corner's item's first texel in frame 0
+    "corner_index": "animtex_corner_index",  # INT face-corner attribute: item of the corner's normal group
     "bone_indices": "animtex_bone_indices",  # bone kinds: influence bone indices, in "bones" order
     "bone_weights": "animtex_bone_weights",  # bone kinds: matching normalised weights
 }

@@ -83,9 +83,17 @@ def _report_binding(part: BakedPart) -> SkinBinding:
 
 
 def decode(
-    texture: AnimationTexture, parts: list[BakedPart], clip: int, samples: np.ndarray, bone_factor: float
+    texture: AnimationTexture,
+    parts: list[BakedPart],
+    clip: int,
+    samples: np.ndarray,
+    bone_factor: float,
+    rest_items: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions (mesh-local) and normals ``(S, N, 3)`` float32 as playback shows them at ``samples``.
+
+    ``rest_items``: a ``VERTEX`` texture's rest position per item where it has more items than the
+    parts have vertices (split normals, :mod:`.split`); the parts' vertices otherwise.
 
     Bone kinds skin each decoded sample with :func:`..skinning.skin` on the palette of
     :func:`.decode.bone_frame_palette`: the same hybrid formulas as the shader's
@@ -93,8 +101,7 @@ def decode(
     """
     samples = np.atleast_1d(np.asarray(samples, dtype=np.float64))
     if texture.kind is Kind.VERTEX:
-        base = parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
-        return decode_vertex_frames(texture, base, clip, samples)
+        return decode_vertex_frames(texture, _vertex_rest(parts, rest_items), clip, samples)
     bindings = [_report_binding(p) for p in parts]
     skinned = list(_skinned(texture, parts, bindings, clip, samples, bone_factor))
     return np.stack([p for p, _ in skinned]), np.stack([n for _, n in skinned])
@@ -153,14 +160,20 @@ def encoding_bound(texture: AnimationTexture, parts: list[BakedPart], sampled: S
     return worst * scale + arithmetic
 
 
+def _vertex_rest(parts: list[BakedPart], rest_items: np.ndarray | None) -> np.ndarray:
+    if rest_items is not None:
+        return rest_items
+    return parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
+
+
 def _vertex_samples(
-    texture: AnimationTexture, parts: list[BakedPart], clip: int
+    texture: AnimationTexture, parts: list[BakedPart], clip: int, rest_items: np.ndarray | None = None
 ) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
     """``(name, index, positions, normals)`` of a ``VERTEX`` texture at every stored frame and every
     halfway sample, interleaved so that each frame band is decoded once (the values :func:`decode`
     gives)."""
     c = texture.clips[clip]
-    base = parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
+    base = _vertex_rest(parts, rest_items)
     names = {"frame": "frames", "sample": "mid_frames"}
     for kind, j, positions, normals in stream_vertex_frames(
         texture, base, clip, mid_samples(c.frame_count, c.loop)
@@ -218,6 +231,7 @@ def bake_report(
     *,
     diagonal: float,
     bone_factor: float,
+    rest_items: np.ndarray | None = None,
 ) -> dict:
     """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip.
 
@@ -230,7 +244,7 @@ def bake_report(
         errors = {name: ErrorAccumulator() for name in frames}
         angles = {name: ErrorAccumulator(keep_batches=True) for name in frames}
         if texture.kind is Kind.VERTEX:
-            decoded = _vertex_samples(texture, parts, ci)
+            decoded = _vertex_samples(texture, parts, ci, rest_items)
         else:
             decoded = _bone_samples(texture, parts, ci, bone_factor)
         for name, j, got_p, got_n in decoded:

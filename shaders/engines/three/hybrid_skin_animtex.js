@@ -177,6 +177,12 @@ export class AnimtexBake {
     return this.meta.deform_factor?.value ?? 0.5;
   }
 
+  /** Whether the geometry carries mesh attribute `key` of the sidecar, under any name attributeName accepts. */
+  hasAttribute(geometry, key) {
+    const name = this.meta.mesh_attributes?.[key];
+    return !!name && [name, `_${name}`.toLowerCase(), name.toLowerCase()].some((n) => geometry.getAttribute(n));
+  }
+
   /**
    * The geometry attribute holding mesh attribute `key` of the sidecar (texel_index, bone_indices, ...):
    * its own name, or the name a glTF round trip gives it (Blender exports custom attributes starting
@@ -324,7 +330,10 @@ export class AnimtexCrowd extends Group {
       if (!uv) throw new AnimtexError(`the geometry has no UV attribute '${options.itemFromUv}'`);
       g.setAttribute('animtexUv', uv);
     } else {
-      g.setAttribute('animtexIndex', g.getAttribute(this.bake.attributeName(g, 'texel_index')));
+      // Each split vertex's own item (corner_index: hard edges and custom normals get their normal);
+      // texel_index, one item per Blender vertex, where a bake or an export lacks it.
+      const key = this.bake.hasAttribute(g, 'corner_index') ? 'corner_index' : 'texel_index';
+      g.setAttribute('animtexIndex', g.getAttribute(this.bake.attributeName(g, key)));
     }
     if (!g.getAttribute('normal')) g.computeVertexNormals();
     g.setAttribute('animtexPlay', this.play);

@@ -99,7 +99,7 @@ function readbackPart(renderer, crowd, mesh) {
     attributes,
     name: mesh.name,
     vertices,
-    blender_vertex: b64(new Float32Array(attr('_hs_vertex').array)),
+    blender_vertex: b64(new Float32Array((attr('_animtex_vertex') ?? attr('_hs_vertex')).array)),
     rest: b64(new Float32Array(attr('position').array)),
     ...out,
   };

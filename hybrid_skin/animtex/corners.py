@@ -1,0 +1,111 @@
+"""Split normals in a ``VERTEX`` bake: the items of every baked mesh's corner groups, sampled per frame.
+
+Sharp edges, flat faces and custom split normals give a vertex several corner normals; engines split
+such vertices. :mod:`..core.animtex.split` numbers each mesh's corner groups as texture items; this
+module lays them out over all baked meshes and turns their normals each frame:
+
+- items ``0..N_total-1`` are the vertices of all meshes, mesh after mesh (``texel_index`` unchanged);
+- then the extra items of the first mesh, of the second, ...
+
+An extra item sits at its vertex; its normal (and the normal of a split vertex's own item) is its rest
+corner normal turned by its vertex's skinning transform, exactly as the vertex normals are
+(:func:`..core.skinning.skin`). Corner normals are read from the mesh (``Mesh.corner_normals``) at bake
+start, like the coordinates the engine gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import bridge
+from ..core.animtex.split import CornerSplit, split_corners
+from ..core.skinning import SkinBinding, skin
+from ..skin.bind import PosedBind
+from .scene import MeshPart
+
+__all__ = ["CornerItems"]
+
+
+@dataclass
+class CornerItems:
+    """Texture items of the baked meshes' corner groups (:func:`CornerItems.of`)."""
+
+    splits: list[CornerSplit]
+    starts: list[int]  # each mesh's first vertex item
+    extra_starts: list[int]  # each mesh's first extra item
+    item_count: int
+    #: ``(N_total + E,)`` item → index into the concatenated vertices of all meshes
+    item_vertex: np.ndarray
+    _bindings: dict[tuple[int, int], SkinBinding] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, parts: Sequence[MeshPart]) -> CornerItems:
+        splits = [
+            split_corners(bridge.corner_vertices(p.obj.data), bridge.corner_normals(p.obj.data), p.normals)
+            for p in parts
+        ]
+        total = sum(s.vertex_count for s in splits)
+        extra_starts = list(total + np.cumsum([0] + [s.extra_count for s in splits[:-1]]))
+        extras = [p.start + s.item_vertex[s.vertex_count :] for p, s in zip(parts, splits)]
+        item_vertex = np.concatenate([np.arange(total), *extras]).astype(np.int64)
+        return cls(splits, [p.start for p in parts], extra_starts, len(item_vertex), item_vertex)
+
+    def corner_items(self, index: int) -> np.ndarray:
+        """``(C,)`` int32 texture item of every face corner of mesh ``index``."""
+        s = self.splits[index]
+        local = s.corner_item.astype(np.int64)
+        extra = local >= s.vertex_count
+        out = np.where(extra, local - s.vertex_count + self.extra_starts[index], local + self.starts[index])
+        return out.astype(np.int32)
+
+    def rest_positions(self, base: np.ndarray) -> np.ndarray:
+        """``(N_total + E, 3)``: the concatenated vertex coordinates ``base``, extended to the items."""
+        return base if len(base) == self.item_count else base[self.item_vertex]
+
+    def _binding(self, index: int, binding: SkinBinding, vertices: np.ndarray) -> SkinBinding:
+        key = (index, id(binding))
+        if key not in self._bindings:
+            self._bindings = {k: v for k, v in self._bindings.items() if k[0] != index}
+            self._bindings[key] = SkinBinding(
+                np.ascontiguousarray(binding.bone_indices[vertices]),
+                np.ascontiguousarray(binding.weights[vertices]),
+                np.ascontiguousarray(binding.influence[vertices]),
+            )
+        return self._bindings[key]
+
+    def frame(
+        self,
+        posed: Sequence[PosedBind],
+        factors: Sequence[float | np.ndarray],
+        positions: Sequence[np.ndarray],
+        normals: Sequence[np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Item positions and normals ``(N_total + E, 3)`` at one frame, from each mesh's skinned
+        vertex ``positions``/``normals`` and its pose and deform ``factors`` (as the vertices got them)."""
+        vertex_normals, extra_normals = [], []
+        for i, (pose, f, n, s) in enumerate(zip(posed, factors, normals, self.splits)):
+            if not s.extra_count:
+                vertex_normals.append(n)
+                continue
+            items = s.changed_items
+            vertices = s.item_vertex[items]
+            rest = pose.bind.rest_positions[vertices]
+            turned = skin(
+                rest,
+                self._binding(i, pose.bind.binding, vertices),
+                pose.palette,
+                f if np.ndim(f) == 0 else np.asarray(f)[vertices],
+                s.item_normals[items],
+                pose.target_to_armature,
+            )[1]
+            n = n.copy()
+            own = items < s.vertex_count
+            n[items[own]] = turned[own]
+            vertex_normals.append(n)
+            extra_normals.append(turned[~own][np.argsort(items[~own])])
+        all_positions = np.concatenate(positions) if len(positions) > 1 else positions[0]
+        all_positions = self.rest_positions(all_positions)
+        return all_positions, np.concatenate(vertex_normals + extra_normals)

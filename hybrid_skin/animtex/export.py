@@ -1,0 +1,133 @@
+"""One export (issue 14 §5): the baked meshes as glTF binary (``.glb``) beside the texture and its sidecar.
+
+Blender's glTF exporter writes a mesh's custom attributes only when their names start with ``_`` (and
+upper-cases them in the file); the bake's attributes are named as the sidecar says (``animtex_index``,
+...). For the export each is copied to ``_<name>`` on the mesh, the exporter runs on the baked objects
+alone (their own coordinates and object transforms; no skin, modifiers, shape keys or animation; glTF's
++Y up), and the copies are removed again, whatever happens. In the file:
+
+==========================  ===========================================================================
+glTF attribute              what it is
+==========================  ===========================================================================
+``POSITION``, ``NORMAL``    the mesh's own coordinates and corner normals (the exporter splits vertices)
+``TEXCOORD_n``              the UV map ``animtex_uv`` (VERTEX; ``n``: its place among the UV maps written)
+``_ANIMTEX_INDEX``          VERTEX: the vertex's texture item (float)
+``_ANIMTEX_CORNER_INDEX``   VERTEX: the item of the corner group of this exported vertex (hard edges)
+``_ANIMTEX_BONE_INDICES``   bone kinds: 4 palette indices (in the sidecar's ``bones`` order)
+``_ANIMTEX_BONE_WEIGHTS``   bone kinds: their 4 normalised weights
+``_ANIMTEX_VERTEX``         the vertex's index in its Blender mesh (pairs the exported, split vertices
+                            with Blender's; engines may drop it)
+==========================  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from contextlib import contextmanager
+
+import bpy
+import numpy as np
+
+from ..errors import HybridSkinError
+from .scene import MeshPart
+
+__all__ = ["VERTEX_ATTRIBUTE", "check_names", "write_gltf"]
+
+#: The per-vertex Blender index the export adds (``_ANIMTEX_VERTEX`` in the file).
+VERTEX_ATTRIBUTE = "_animtex_vertex"
+#: ``foreach_get`` field of each attribute data type the bake writes.
+_FIELDS = {"INT": ("value", 1, np.int32), "FLOAT_COLOR": ("color", 4, np.float32)}
+
+
+@contextmanager
+def _only_selected(objects: Sequence[bpy.types.Object]):
+    """Select exactly ``objects`` (the exporter's ``use_selection``); the selection and active object
+    are restored after."""
+    layer = bpy.context.view_layer
+    before = [o for o in layer.objects if o.select_get()]
+    active = layer.objects.active
+    try:
+        for o in before:
+            o.select_set(False)
+        for o in objects:
+            o.select_set(True)
+        yield
+    finally:
+        for o in objects:
+            o.select_set(False)
+        for o in before:
+            o.select_set(True)
+        layer.objects.active = active
+
+
+def _add_copies(mesh: bpy.types.Mesh, names: Sequence[str]) -> list[str]:
+    """``_<name>`` copies of the bake's attributes ``names`` on ``mesh`` (UV maps are exported as they
+    are) and the vertex index; returns the names added."""
+    added = []
+    for name in names:
+        attr = mesh.attributes.get(name)
+        if attr is None or name in mesh.uv_layers or attr.data_type not in _FIELDS:
+            continue
+        field, width, dtype = _FIELDS[attr.data_type]
+        data_type, domain, count = attr.data_type, attr.domain, len(attr.data)
+        values = np.empty(count * width, dtype)
+        attr.data.foreach_get(field, values)
+        # by name from here: adding an attribute may move the others, invalidating references to them
+        mesh.attributes.new("_" + name, data_type, domain).data.foreach_set(field, values)
+        added.append("_" + name)
+    index = np.arange(len(mesh.vertices), dtype=np.int32)
+    mesh.attributes.new(VERTEX_ATTRIBUTE, "INT", "POINT").data.foreach_set("value", index)
+    added.append(VERTEX_ATTRIBUTE)
+    return added
+
+
+def check_names(parts: Sequence[MeshPart], attribute_names: Sequence[str]) -> None:
+    """Raise unless the export's own attribute names are free on every baked mesh."""
+    ours = [f"_{a}" for a in attribute_names] + [VERTEX_ATTRIBUTE]
+    clashing = [(p.obj.data.name, n) for p in parts for n in ours if n in p.obj.data.attributes]
+    if clashing:
+        mesh, name = clashing[0]
+        raise HybridSkinError(
+            f"Mesh '{mesh}' already has an attribute '{name}', a name the glTF export uses: "
+            "rename or remove it to export glTF"
+        )
+
+
+def write_gltf(parts: Sequence[MeshPart], path: str, attribute_names: Sequence[str]) -> None:
+    """Write the baked meshes to ``path`` (``.glb``), atomically, with the bake's mesh attributes
+    ``attribute_names`` under exporter-kept names (see the module's table)."""
+    check_names(parts, attribute_names)
+    meshes = [p.obj.data for p in parts]
+    folder = os.path.dirname(path)
+    temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex[:8]}.partial.glb")
+    added: list[tuple[bpy.types.Mesh, list[str]]] = []
+    try:
+        for me in meshes:
+            added.append((me, _add_copies(me, attribute_names)))
+        with _only_selected([p.obj for p in parts]):
+            result = bpy.ops.export_scene.gltf(
+                filepath=temp,
+                export_format="GLB",
+                use_selection=True,
+                export_yup=True,
+                export_apply=False,
+                export_skins=False,
+                export_morph=False,
+                export_animations=False,
+                export_attributes=True,
+            )
+        if result != {"FINISHED"} or not os.path.isfile(temp):
+            raise HybridSkinError(f"Blender's glTF exporter did not write '{path}' ({result})")
+        os.replace(temp, path)
+    except (OSError, RuntimeError) as err:
+        raise HybridSkinError(f"Cannot write glTF '{path}': {err}") from err
+    finally:
+        for me, names in added:
+            for name in names:
+                attr = me.attributes.get(name)
+                if attr is not None:
+                    me.attributes.remove(attr)
+        if os.path.exists(temp):
+            os.remove(temp)
