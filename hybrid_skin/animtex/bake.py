@@ -65,12 +65,14 @@ from .files import (
     PNG_COMPRESSION,
     VERTEX_ATTRIBUTES,
     check_directory,
+    check_mesh_data,
     write_files,
     write_mesh_data,
 )
 from .scene import (
     AnimationState,
     clip_for,
+    compatible_actions,
     find_target,
     mesh_parts,
     resolve_actions,
@@ -147,8 +149,15 @@ class TextureBake:
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        if options.write_mesh_data:
+            check_mesh_data(self.parts, self.kind)  # refused before anything is written
         self.samples: Samples = {}
-        self.warnings: list[str] = []
+        self.warnings: list[str] = [
+            f"Action '{a.name}' keys none of the bones of '{self.armature.name}': "
+            "its clip shows the rest pose"
+            for a in self.actions
+            if a not in compatible_actions(self.armature)
+        ]
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
         # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it),
