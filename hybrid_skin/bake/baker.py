@@ -265,6 +265,7 @@ class Baker:
             anim = key.animation_data
             record["created_animation_data"] = anim is None
             record["created_action"] = anim is None or anim.action is None
+            record["last_slot"] = getattr(anim, "last_slot_identifier", "") if anim is not None else ""
             self._key_values(key, record["keys"])
         obj.active_shape_key_index = active
 
@@ -343,6 +344,8 @@ def _clear_animation(key: bpy.types.Key, record: dict) -> None:
         return
     if anim is not None and anim.action == action:
         anim.action = None
+        if hasattr(anim, "last_slot_identifier"):  # what Blender remembers of the last action's slot
+            anim.last_slot_identifier = record.get("last_slot", "")
     if action.users == 0:
         bpy.data.actions.remove(action)
     anim = key.animation_data
