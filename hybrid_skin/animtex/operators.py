@@ -66,7 +66,9 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
     bl_label = "Bake Animation Texture"
     bl_options = {"REGISTER", "UNDO"}
 
-    directory: StringProperty(name="Folder", subtype="DIR_PATH", default="//")
+    directory: StringProperty(
+        name="Folder", subtype="DIR_PATH", default="//", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
+    )
     file_name: StringProperty(name="Name", description="File name without extension (empty: object and kind)")
     kind: EnumProperty(name="Kind", items=KIND_ITEMS, default="VERTEX")
     precision: EnumProperty(name="Precision", items=PRECISION_ITEMS, default="PNG16")

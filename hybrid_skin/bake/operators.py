@@ -30,7 +30,9 @@ class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
     frame_start: IntProperty(name="Start", description="First frame (-1: the scene's)", default=-1)
     frame_end: IntProperty(name="End", description="Last frame (-1: the scene's)", default=-1)
     frame_step: IntProperty(name="Step", description="Bake every Nth frame", default=1)
-    filepath: StringProperty(name="Cache File", subtype="FILE_PATH", default="")
+    filepath: StringProperty(
+        name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
+    )
 
     _baker: baker.Baker | None = None
 

@@ -122,7 +122,12 @@ class HYBRID_SKIN_OT_render_comparison(GuardedOperator, bpy.types.Operator):
     bl_label = "Render Comparison"
     bl_options = {"REGISTER"}
 
-    filepath: StringProperty(name="File Path", subtype="FILE_PATH", default="//hybrid_skin_comparison.png")
+    filepath: StringProperty(
+        name="File Path",
+        subtype="FILE_PATH",
+        default="//hybrid_skin_comparison.png",
+        options={"PATH_SUPPORTS_BLEND_RELATIVE"},
+    )
     width: IntProperty(name="Panel Width", default=512, min=64, max=4096)
     height: IntProperty(name="Panel Height", default=512, min=64, max=4096)
 
