@@ -10,14 +10,16 @@ import bpy
 import numpy as np
 import pytest
 
-from tests.robustness.bake_scene import evaluated, diagonal, rig, same_as, snapshot
+from tests.robustness.bake_scene import diagonal, evaluated, rig, same_as, snapshot
 
 
 def fcurves(key) -> dict:
     from bl_ext.user_default.hybrid_skin.bake.baker import _fcurves
 
     curves = _fcurves(key)
-    return {} if curves is None else {fc.data_path: [tuple(p.co) for p in fc.keyframe_points] for fc in curves}
+    if curves is None:
+        return {}
+    return {fc.data_path: [tuple(p.co) for p in fc.keyframe_points] for fc in curves}
 
 
 def baked(obj) -> list[str]:

@@ -30,7 +30,8 @@ def test_vertex_group_factor_without_a_group_is_refused_by_every_bake(addon, tmp
     obj.hybrid_skin.factor_mode = "VERTEX_GROUP"  # no group picked
     bpy.context.scene.frame_set(4)
     before = snapshot([tmp_path])
-    refused(bpy.ops.hybrid_skin.bake_deformation, "no factor vertex group is set", **bake_kwargs(target, tmp_path))
+    message = "no factor vertex group is set"
+    refused(bpy.ops.hybrid_skin.bake_deformation, message, **bake_kwargs(target, tmp_path))
     same_as(before, [tmp_path], "after a refused bake")
     assert not obj.hybrid_skin.bake_state
 
@@ -89,8 +90,8 @@ def test_a_bake_that_breaks_half_way_is_reported_and_taken_back(addon, monkeypat
     arm, obj = rig(keys=True)
     bpy.context.scene.frame_set(3)
     before = snapshot()
-    refused(bpy.ops.hybrid_skin.bake_deformation, "Bake Hybrid Skin failed (ZeroDivisionError: simulated bug)",
-            frame_start=1, frame_end=12)
+    message = "Bake Hybrid Skin failed (ZeroDivisionError: simulated bug)"
+    refused(bpy.ops.hybrid_skin.bake_deformation, message, frame_start=1, frame_end=12)
     assert len(calls) == 3
     same_as(before, what="after a bake that broke half-way")
     assert not obj.hybrid_skin.bake_state

@@ -16,13 +16,14 @@ from tests.robustness.bake_scene import activate, refused, rig, same_as, snapsho
 @pytest.mark.parametrize("display", ["GPU", "EVALUATED"])
 def test_remove_after_renaming_the_armature_modifier(addon, display):
     arm, obj = rig(add=False)
+    obj.modifiers["Armature"].use_deform_preserve_volume = True  # the Evaluated display turns it off
     before = snapshot()
     bpy.ops.hybrid_skin.add()
     obj.hybrid_skin.display = display
     obj.modifiers["Armature"].name = "Body Deform"
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     mod = obj.modifiers["Body Deform"]
-    assert mod.show_viewport and not mod.use_deform_preserve_volume
+    assert mod.show_viewport and mod.use_deform_preserve_volume
     mod.name = "Armature"  # the user's own rename undone: everything else is as before Add
     same_as(before, what="after Remove")
 
