@@ -344,8 +344,8 @@ def _clear_animation(key: bpy.types.Key, record: dict) -> None:
         return
     if anim is not None and anim.action == action:
         anim.action = None
-        if hasattr(anim, "last_slot_identifier"):  # what Blender remembers of the last action's slot
-            anim.last_slot_identifier = record.get("last_slot", "")
+    if anim is not None and anim.action is None and hasattr(anim, "last_slot_identifier"):
+        anim.last_slot_identifier = record.get("last_slot", "")  # Blender's memory of the bake's slot
     if action.users == 0:
         bpy.data.actions.remove(action)
     anim = key.animation_data
