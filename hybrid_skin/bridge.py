@@ -385,11 +385,12 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------------------------ refusals
 def single_user_mesh(obj: bpy.types.Object, what: str) -> None:
-    """Refuse ``what`` on a mesh that other objects use too: each of them would show the change."""
+    """Refuse ``what`` (``"a bake"``, ``"adding Hybrid Skin"``) on a mesh that other objects use too:
+    each of them would show the change (skinned ones twice)."""
     others = [o.name for o in bpy.data.objects if o.data == obj.data and o != obj]
     if others:
         raise HybridSkinError(
-            f"'{obj.name}' shares its mesh '{obj.data.name}' with {others[:3]}: a {what} would change "
+            f"'{obj.name}' shares its mesh '{obj.data.name}' with {others[:3]}: {what} would change "
             "them all; make it single-user first (Object ▸ Relations ▸ Make Single User)"
         )
 

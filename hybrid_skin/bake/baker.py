@@ -62,7 +62,7 @@ def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.M
     bridge.editable_mesh(obj)
     if not obj.hybrid_skin.enabled:
         raise HybridSkinError(f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)")
-    bridge.single_user_mesh(obj, "bake")
+    bridge.single_user_mesh(obj, "a bake")
     if target not in TARGETS:
         raise HybridSkinError(f"Unknown bake target '{target}'")
     mod = bridge.armature_modifier(obj, obj.hybrid_skin.modifier_name)

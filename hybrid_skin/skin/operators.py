@@ -8,6 +8,7 @@ from bpy.props import IntProperty, StringProperty
 from .. import bridge
 from ..bake import baker
 from ..draw import comparison
+from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator
 from . import bind, display, viewport
 
@@ -44,7 +45,7 @@ class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
 
     def execute(self, context):
         obj = bridge.editable_mesh(context.active_object)
-        bridge.single_user_mesh(obj, "Hybrid Skin")
+        bridge.single_user_mesh(obj, "adding Hybrid Skin")
         mod = bridge.armature_modifier(obj)
         bridge.validate(obj, mod)
         settings = obj.hybrid_skin
@@ -81,12 +82,15 @@ class HYBRID_SKIN_OT_remove(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
 
     def execute(self, context):
         obj = context.active_object
-        if obj.override_library is not None and not obj.hybrid_skin.saved_state:
-            # Its Hybrid Skin comes from the library file and was never applied here: switching it off
-            # changes nothing of the user's (the override keeps the library's own modifiers).
-            return self._forget(obj, "")
-        bridge.editable_mesh(obj)
         baked = bool(obj.hybrid_skin.bake_state)
+        if obj.override_library is None:
+            bridge.editable_mesh(obj)
+        elif baked:  # the baked keys live in the library's mesh, which the override cannot change
+            raise HybridSkinError(
+                f"'{obj.name}' is a library override of a baked object: clear the bake in its library "
+                f"file '{obj.override_library.reference.library.filepath}' first"
+            )
+        # An override's Hybrid Skin comes from its library; restoring only sets its own values back.
         if baked:
             baker.clear(obj)  # baked keys are derived data; leaving them would deform twice
         display.restore(obj)

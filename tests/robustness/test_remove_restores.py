@@ -107,3 +107,24 @@ def test_a_library_override_is_not_changed_on_load_and_remove_works(addon, tmp_p
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert not obj.hybrid_skin.enabled
     same_as(before, what="after Remove on an override")
+
+
+def test_remove_on_an_override_armed_by_an_earlier_version_restores_it(addon, tmp_path):
+    """Files saved before overrides were left alone: the override's display was applied (modifier
+    hidden, Bounds). Remove puts the override's own values back."""
+    import json
+
+    library = _library_with_hybrid_skin(tmp_path)
+    obj = _override(library)
+    mod = obj.modifiers["Armature"]
+    before = snapshot()
+    obj.hybrid_skin.saved_state = json.dumps({
+        "armature_modifier": "Armature", "display_type": obj.display_type,
+        "active_group": obj.vertex_groups.active_index,
+        "show_viewport": {"Armature": True},
+    })
+    mod.show_viewport, obj.display_type = False, "BOUNDS"
+    activate(obj)
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert mod.show_viewport and obj.display_type == "TEXTURED" and not obj.hybrid_skin.enabled
+    same_as(before, what="after Remove on an override")
