@@ -112,3 +112,17 @@ def test_a_rebake_that_breaks_keeps_the_scene_consistent(addon, monkeypatch):
     bpy.ops.hybrid_skin.remove()
     assert obj.modifiers["Armature"].show_render and obj.modifiers["Armature"].show_viewport
     assert list(obj.data.shape_keys.key_blocks.keys()) == ["Basis", "Bulge"]
+
+
+def test_a_started_bake_that_is_cancelled_changes_nothing(addon):
+    """What Esc in the modal bake does (``Baker.cancel`` through the operator's rollback), half-way."""
+    baker = importlib.import_module(addon.__name__ + ".bake.baker")
+    arm, obj = rig(keys=True)
+    bpy.context.scene.frame_set(2)
+    before = snapshot()
+    job = baker.Baker(bpy.context, obj, "SHAPE_KEYS", baker.bake_frames(1, 12, 1))
+    job.start()
+    job.step()
+    job.step()
+    job.cancel()
+    same_as(before, what="after a cancelled bake")
