@@ -80,6 +80,8 @@ def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=N
     settings = obj.hybrid_skin if obj.type == "MESH" else None
     if settings is None or not settings.enabled or settings.display != "GPU" or settings.bake_state:
         return False
+    if not settings.saved_state:  # Blender still draws it (a library override, a lost modifier): once
+        return False
     return obj.visible_get(view_layer=view_layer, viewport=space)
 
 

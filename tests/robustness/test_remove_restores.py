@@ -7,6 +7,8 @@ whose library had Hybrid Skin is left alone on load, and a mesh shared by two ob
 
 from __future__ import annotations
 
+import importlib
+
 import bpy
 import pytest
 
@@ -102,6 +104,8 @@ def test_a_library_override_is_not_changed_on_load_and_remove_works(addon, tmp_p
     obj = next(o for o in bpy.data.objects if o.type == "MESH" and o.override_library is not None)
     assert obj.display_type == "TEXTURED" and obj.modifiers["Armature"].show_viewport
     assert not obj.hybrid_skin.saved_state
+    viewport = importlib.import_module(addon.__name__ + ".skin.viewport")
+    assert not viewport.shows_on_gpu(obj, bpy.context.view_layer)  # Blender draws it: not a second time
     before = snapshot()
     activate(obj)
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
