@@ -46,6 +46,12 @@ def rig(name: str = "Cylinder", *, keys: bool = False, add: bool = True) -> tupl
     return arm, obj
 
 
+def unsaved_file() -> None:
+    """A new, never saved file (an earlier test may have left a saved one open: ``//`` would resolve)."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    assert not bpy.data.filepath
+
+
 def activate(obj: bpy.types.Object) -> None:
     bpy.context.view_layer.objects.active = obj
     for other in bpy.context.view_layer.objects:

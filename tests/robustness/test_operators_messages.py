@@ -14,7 +14,7 @@ import os
 import bpy
 import pytest
 
-from tests.robustness.bake_scene import refused, rig, same_as, snapshot
+from tests.robustness.bake_scene import refused, rig, same_as, snapshot, unsaved_file
 
 
 def texture_bake(**kwargs):
@@ -59,6 +59,7 @@ def test_texture_bake_of_a_linked_mesh_is_refused(addon, tmp_path):
 
 def test_texture_bake_to_the_default_folder_of_an_unsaved_file_is_refused(addon, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    unsaved_file()
     arm, obj = rig()
     before = snapshot([tmp_path])
     refused(texture_bake, "save the file first or give an absolute path", directory="//")
@@ -99,6 +100,7 @@ def test_texture_bake_with_a_missing_factor_group_is_a_sentence(addon, tmp_path)
 )
 def test_render_comparison_refuses_paths_it_cannot_write(addon, tmp_path, monkeypatch, path, message):
     monkeypatch.chdir(tmp_path)
+    unsaved_file()
     arm, obj = rig()
     (tmp_path / "cmp.png").mkdir() if path == "{tmp}" else None
     before = snapshot([tmp_path])
