@@ -75,12 +75,14 @@ from .files import (
     PNG_COMPRESSION,
     VERTEX_ATTRIBUTES,
     check_directory,
+    check_mesh_data,
     write_files,
     write_mesh_data,
 )
 from .scene import (
     AnimationState,
     clip_for,
+    compatible_actions,
     find_target,
     mesh_parts,
     object_settings,
@@ -170,6 +172,8 @@ class TextureBake:
         if options.export_gltf and not options.write_mesh_data:
             raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        if options.write_mesh_data:
+            check_mesh_data(self.parts, self.kind)  # refused before anything is written
         for part in self.parts:  # a bad number or mode, or a missing factor group: refused before sampling
             self._factor(part.obj)
         if options.export_gltf:  # before anything is written: the export's names must be free
@@ -180,7 +184,12 @@ class TextureBake:
         # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
         self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
         self.samples: Samples = {}
-        self.warnings: list[str] = []
+        self.warnings: list[str] = [
+            f"Action '{a.name}' keys none of the bones of '{self.armature.name}': "
+            "its clip holds still (the bones as the scene poses them)"
+            for a in self.actions
+            if a not in compatible_actions(self.armature)
+        ]
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
         # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it),
