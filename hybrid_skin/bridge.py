@@ -96,6 +96,16 @@ def find_armature_modifier(
     return None
 
 
+def followed_modifier_name(obj: bpy.types.Object) -> str:
+    """The name, now, of the Armature modifier Hybrid Skin follows on ``obj``: found by the persistent id
+    stored at Add (a rename keeps it), else by the name saved then; "" when Hybrid Skin never bound it."""
+    settings = getattr(obj, "hybrid_skin", None)
+    if settings is None:
+        return ""
+    mod = find_modifier(obj, [settings.modifier_uid, settings.modifier_name])
+    return mod.name if mod is not None and mod.type == "ARMATURE" else settings.modifier_name
+
+
 def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types.ArmatureModifier:
     """:func:`find_armature_modifier` for a mesh that must have one; else a clear :class:`HybridSkinError`."""
     if obj is None or obj.type != "MESH":

@@ -65,7 +65,7 @@ def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.M
     bridge.single_user_mesh(obj, "a bake")
     if target not in TARGETS:
         raise HybridSkinError(f"Unknown bake target '{target}'")
-    mod = bridge.armature_modifier(obj, obj.hybrid_skin.modifier_name)
+    mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj))
     bridge.validate(obj, mod)
     stack = list(obj.modifiers)
     above = [m.name for m in stack[: stack.index(mod)] if m.show_viewport or m.show_render]

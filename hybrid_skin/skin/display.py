@@ -113,7 +113,7 @@ def apply(obj: bpy.types.Object) -> None:
     settings = obj.hybrid_skin
     if obj.library is not None or obj.override_library is not None:
         return  # linked data and library overrides keep their library's setup (see handlers)
-    mod = bridge.find_armature_modifier(obj, settings.modifier_name)
+    mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
     if not settings.enabled or mod is None or settings.bake_state:
         return  # a bake shows the result through its own shape keys or cache
     saved: dict = {

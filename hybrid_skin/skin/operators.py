@@ -53,6 +53,7 @@ class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
             self.report({"WARNING"}, f"'{obj.name}' already uses Hybrid Skin")
             return {"CANCELLED"}
         settings.modifier_name = mod.name
+        settings.modifier_uid = bridge.modifier_ref(mod)[0]
         bound = bind.rebind(obj, context.evaluated_depsgraph_get())
         self._obj = obj
         refusal = display.gpu_refusal(obj) if settings.display == "GPU" else None
