@@ -108,6 +108,12 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         description="Also write the baked meshes as <name>.glb beside the texture, with the mesh data as "
         "glTF attributes an engine loader keeps (needs Mesh Data)",
     )
+    unkeyed_bones_at_rest: BoolProperty(
+        name="Unkeyed Bones at Rest",
+        default=False,
+        description="Bake bones an action does not key at their rest pose (default: as the scene poses "
+        "them, which is what Blender shows when the action plays)",
+    )
     use_modal: BoolProperty(options={"HIDDEN", "SKIP_SAVE"})
 
     _job = None
@@ -138,6 +144,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             write_mesh_data=self.write_mesh_data,
             export_gltf=self.export_gltf,
             name=self.file_name,
+            reset_unkeyed_to_rest=self.unkeyed_bones_at_rest,
         )
         if self.action_source == "LISTED" and not any(item.use for item in self.actions):
             raise HybridSkinError("No action is ticked: tick at least one in the list")
@@ -200,6 +207,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         col.prop(self, "frame_step")
         layout.prop(self, "tolerance")
         layout.prop(self, "action_source")
+        layout.prop(self, "unkeyed_bones_at_rest")
         if self.action_source == "LISTED":
             box = layout.box().column(align=True)
             for item in self.actions:
