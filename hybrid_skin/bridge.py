@@ -10,6 +10,7 @@ it; operators show them with ``report`` and the scripting API lets them propagat
 from __future__ import annotations
 
 import itertools
+import os
 from contextlib import contextmanager
 
 import bmesh
@@ -93,6 +94,16 @@ def find_armature_modifier(
         if armature is None or mod.object == armature:
             return mod
     return None
+
+
+def followed_modifier_name(obj: bpy.types.Object) -> str:
+    """The name, now, of the Armature modifier Hybrid Skin follows on ``obj``: found by the persistent id
+    stored at Add (a rename keeps it), else by the name saved then; "" when Hybrid Skin never bound it."""
+    settings = getattr(obj, "hybrid_skin", None)
+    if settings is None:
+        return ""
+    mod = find_modifier(obj, [settings.modifier_uid, settings.modifier_name])
+    return mod.name if mod is not None and mod.type == "ARMATURE" else settings.modifier_name
 
 
 def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types.ArmatureModifier:
@@ -409,3 +420,40 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     triangles = _flat(mesh.loop_triangles, "loops", t, 3, dtype=np.int32)
     corner_vertex = corner_vertices(mesh)
     return triangles, corner_vertex, corner_normals(mesh)
+
+
+# ------------------------------------------------------------------------------------ refusals
+def single_user_mesh(obj: bpy.types.Object, what: str) -> None:
+    """Refuse ``what`` (``"a bake"``, ``"adding Hybrid Skin"``) on a mesh that other objects use too:
+    each of them would show the change (skinned ones twice)."""
+    others = [o.name for o in bpy.data.objects if o.data == obj.data and o != obj]
+    if others:
+        raise HybridSkinError(
+            f"'{obj.name}' shares its mesh '{obj.data.name}' with {others[:3]}: {what} would change "
+            "them all; make it single-user first (Object ▸ Relations ▸ Make Single User)"
+        )
+
+
+def absolute_path(path: str, what: str) -> str:
+    """``path`` made absolute; a path relative to the .blend file (``//``) needs a saved file."""
+    if path.startswith("//") and not bpy.data.filepath:
+        raise HybridSkinError(
+            f"The {what} path '{path}' is relative to the .blend file, which is not saved yet: "
+            "save the file first or give an absolute path"
+        )
+    return os.path.abspath(bpy.path.abspath(path))
+
+
+def modifier_ref(mod: bpy.types.Modifier) -> list:
+    """How saved state finds a modifier again: ``[persistent_uid, name]`` (the id survives renames)."""
+    return [int(getattr(mod, "persistent_uid", 0)), mod.name]
+
+
+def find_modifier(obj: bpy.types.Object, ref: list) -> bpy.types.Modifier | None:
+    """The modifier a :func:`modifier_ref` points at (by id, else by name), or None."""
+    uid, name = ref
+    if uid:
+        for mod in obj.modifiers:
+            if getattr(mod, "persistent_uid", 0) == uid:
+                return mod
+    return obj.modifiers.get(name)

@@ -196,6 +196,7 @@ def test_the_bake_dialog_draws_its_settings(ui):
         "frame_step",
         "tolerance",
         "action_source",
+        "unkeyed_bones_at_rest",
         "use",
         "max_width",
         "power_of_two",

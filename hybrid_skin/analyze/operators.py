@@ -13,6 +13,7 @@ import numpy as np
 from .. import bridge, factor, runtime
 from ..core.analysis import Analysis, analyze_pose
 from ..errors import HybridSkinError
+from ..operator_base import GuardedOperator
 from ..skin import bind
 
 __all__ = ["HYBRID_SKIN_OT_analyze", "analyze", "analyzed_object", "last_analysis"]
@@ -64,7 +65,7 @@ def last_analysis(obj: bpy.types.Object) -> Analysis | None:
     return result if result is not None and result.object_uid == obj.session_uid else None
 
 
-class HYBRID_SKIN_OT_analyze(bpy.types.Operator):
+class HYBRID_SKIN_OT_analyze(GuardedOperator, bpy.types.Operator):
     """Measure volume change, joint bulge and candy-wrapper collapse: LBS, DQS, own, best global, Auto"""
 
     bl_idname = "hybrid_skin.analyze"
@@ -77,11 +78,7 @@ class HYBRID_SKIN_OT_analyze(bpy.types.Operator):
 
     def execute(self, context):
         obj = analyzed_object(context)
-        try:
-            result = analyze(obj, context.evaluated_depsgraph_get())
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        result = analyze(obj, context.evaluated_depsgraph_get())
         runtime.get().analyses[obj.name] = result
         best = result.comparison.rows["best"][0]
         self.report(

@@ -20,12 +20,9 @@ report in :mod:`..core.animtex.verify`, the files and mesh data in :mod:`.files`
    stored and halfway frame, in scene units (world space) and in % of the truth's bounding-box
    diagonal. With a tolerance, the cheapest (frame step, precision) within it is picked from the
    same samples (:func:`.core.animtex.choose_encoding`).
-5. **Writing**: image and JSON go to temporary names in the output folder; the image is read back and
-   must hold exactly the encoded values; then both are renamed into place. A failure leaves nothing.
-6. **Mesh data**: each vertex's texel index and texel UV (VERTEX), or its 4 palette indices and
-   weights (bone kinds), as attributes named in the sidecar's ``mesh_attributes``.
-
-Each phase's seconds land in :attr:`BakeResult.timings` (keys :data:`PHASES`) and the UI summary.
+5. **Writing** (:mod:`.files`): image and JSON under temporary names, the image read back, then renamed
+   into place (a failure leaves nothing); 6. **mesh data**: the attributes named in ``mesh_attributes``.
+Options and result types, and the phases timed in :attr:`BakeResult.timings`, are in :mod:`.options`.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -72,15 +68,17 @@ from .corners import CornerItems
 from .export import check_names, write_gltf
 from .files import (
     BONE_ATTRIBUTES,
-    PNG_COMPRESSION,
     VERTEX_ATTRIBUTES,
     check_directory,
+    check_mesh_data,
     write_files,
     write_mesh_data,
 )
+from .options import AUTO_STEPS, MIN_FRAME_STEP, PHASES, BakeOptions, BakeResult
 from .scene import (
     AnimationState,
     clip_for,
+    compatible_actions,
     find_target,
     mesh_parts,
     object_settings,
@@ -89,60 +87,6 @@ from .scene import (
 from .summary import store_summary
 
 __all__ = ["MIN_FRAME_STEP", "PHASES", "BakeOptions", "BakeResult", "TextureBake", "bake"]
-
-#: Frame steps the tolerance search tries (scene frames between stored samples). The sub-frame steps
-#: store fast actions (a punch, a blink) finer than the scene's frame rate; each step is sampled only
-#: when the search reaches it, so they cost nothing when a whole-frame step meets the tolerance.
-AUTO_STEPS = (8, 4, 3, 2, 1, 0.5, 0.25)
-#: Smallest frame step: sub-frame steps (e.g. 0.5) sample fast actions finer than the scene's frame rate.
-MIN_FRAME_STEP = 0.05
-#: Keys of :attr:`BakeResult.timings`: ``sample`` is what the texture needs (frame changes and, for
-#: VERTEX, skinning at stored frames; for bone kinds the palettes), ``truth`` what only the error report
-#: needs (frames halfway between, and for bone kinds the skinned truth), then ``encode``, ``report``
-#: (decode, compare, bounds), ``write`` (image, read-back check, sidecar) and ``mesh_data``.
-PHASES = ("sample", "truth", "encode", "report", "write", "mesh_data")
-
-
-@dataclass(frozen=True)
-class BakeOptions:
-    """What to write. ``tolerance > 0`` (scene units) replaces ``frame_step``/``precision`` by the
-    cheapest pair whose max error stays within it. ``png_compression`` is Blender's PNG compression
-    in percent (see :data:`.files.PNG_COMPRESSION` for why the default is 0). Bones an action does not
-    key keep the pose the scene has at bake start (what Blender shows playing it); with
-    ``reset_unkeyed_to_rest`` they are at rest instead (what an engine shows when it resets a rig).
-    ``deform_factor`` and ``factor_mode`` replace each mesh's own Deform Factor number and Factor Mode
-    (``None``: the object's settings): VERTEX bakes that factor in, bone kinds record the number."""
-
-    directory: str
-    kind: Kind = Kind.VERTEX
-    precision: Precision = Precision.PNG16
-    frame_step: float = 1.0
-    tolerance: float = 0.0
-    max_width: int = 8192
-    power_of_two: bool = False
-    embed_metadata: bool = True
-    write_mesh_data: bool = True
-    name: str = ""
-    png_compression: int = PNG_COMPRESSION
-    reset_unkeyed_to_rest: bool = False
-    deform_factor: float | None = None
-    factor_mode: str | None = None
-    #: Also write the baked meshes as ``<name>.glb`` with the mesh data (needs ``write_mesh_data``).
-    export_gltf: bool = False
-
-
-@dataclass
-class BakeResult:
-    image_path: str
-    json_path: str
-    texture: AnimationTexture
-    metadata: dict
-    report: dict
-    tried: tuple = ()
-    warnings: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
-    gltf_path: str = ""  # the meshes as glTF (``BakeOptions.export_gltf``)
-
 
 class TextureBake:
     """One bake: validate in ``__init__`` (raises :class:`HybridSkinError`), then exhaust :meth:`run`."""
@@ -170,6 +114,8 @@ class TextureBake:
         if options.export_gltf and not options.write_mesh_data:
             raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
+        if options.write_mesh_data:
+            check_mesh_data(self.parts, self.kind)  # refused before anything is written
         for part in self.parts:  # a bad number or mode, or a missing factor group: refused before sampling
             self._factor(part.obj)
         if options.export_gltf:  # before anything is written: the export's names must be free
@@ -180,7 +126,12 @@ class TextureBake:
         # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
         self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
         self.samples: Samples = {}
-        self.warnings: list[str] = []
+        self.warnings: list[str] = [
+            f"Action '{a.name}' keys none of the bones of '{self.armature.name}': "
+            "its clip holds still (the bones as the scene poses them)"
+            for a in self.actions
+            if a not in compatible_actions(self.armature)
+        ]
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
         # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it),

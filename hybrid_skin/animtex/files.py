@@ -41,7 +41,7 @@ def _not_writable(folder: str, err: OSError) -> HybridSkinError:
 
 def check_directory(directory: str) -> str:
     """The absolute output folder; raises unless it exists and a file can really be created in it."""
-    path = os.path.abspath(bpy.path.abspath(directory)) if directory else ""
+    path = bridge.absolute_path(directory, "output folder") if directory else ""
     if not directory or not os.path.isdir(path):
         raise HybridSkinError(f"Output folder '{directory}' does not exist: choose an existing folder")
     try:  # os.access is not enough (root, read-only mounts, network shares): really create a file
@@ -169,6 +169,24 @@ def write_files(
 
 
 # ------------------------------------------------------------------------------------ mesh data
+def check_mesh_data(parts: list[MeshPart], kind: Kind) -> None:
+    """Refuse, before anything is written, mesh data that :func:`write_mesh_data` could not write:
+    a linked (read-only) mesh, or no room for the texel UV map (Blender allows 8 UV maps)."""
+    for part in parts:
+        obj, mesh = part.obj, part.obj.data
+        if obj.library is not None or mesh.library is not None or mesh.override_library is not None:
+            raise HybridSkinError(
+                f"'{obj.name}' uses linked mesh data '{mesh.name}', which cannot store the texel data: "
+                "make it local (Object ▸ Relations ▸ Make Local) or untick Mesh Data"
+            )
+        name = VERTEX_ATTRIBUTES["texel_uv"]
+        if kind is Kind.VERTEX and name not in mesh.uv_layers and len(mesh.uv_layers) >= 8:
+            raise HybridSkinError(
+                f"'{obj.name}' already has 8 UV maps, the most Blender allows: remove one for '{name}' "
+                "or untick Mesh Data"
+            )
+
+
 def write_mesh_data(
     part: MeshPart, texture: AnimationTexture, corner_items: np.ndarray | None = None
 ) -> None:

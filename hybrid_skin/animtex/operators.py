@@ -24,7 +24,7 @@ from bpy.props import (
 
 from ..draw.shaders import ShaderCompileError
 from ..errors import HybridSkinError
-from ..progress import ModalProgress
+from ..operator_base import GuardedOperator, ModalProgress
 from . import bake, crowd
 from .scene import compatible_actions, find_target
 
@@ -66,7 +66,9 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
     bl_label = "Bake Animation Texture"
     bl_options = {"REGISTER", "UNDO"}
 
-    directory: StringProperty(name="Folder", subtype="DIR_PATH", default="//")
+    directory: StringProperty(
+        name="Folder", subtype="DIR_PATH", default="//", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
+    )
     file_name: StringProperty(name="Name", description="File name without extension (empty: object and kind)")
     kind: EnumProperty(name="Kind", items=KIND_ITEMS, default="VERTEX")
     precision: EnumProperty(name="Precision", items=PRECISION_ITEMS, default="PNG16")
@@ -106,6 +108,12 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         description="Also write the baked meshes as <name>.glb beside the texture, with the mesh data as "
         "glTF attributes an engine loader keeps (needs Mesh Data)",
     )
+    unkeyed_bones_at_rest: BoolProperty(
+        name="Unkeyed Bones at Rest",
+        default=False,
+        description="Bake bones an action does not key at their rest pose (default: as the scene poses "
+        "them, which is what Blender shows when the action plays)",
+    )
     use_modal: BoolProperty(options={"HIDDEN", "SKIP_SAVE"})
 
     _job = None
@@ -136,6 +144,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             write_mesh_data=self.write_mesh_data,
             export_gltf=self.export_gltf,
             name=self.file_name,
+            reset_unkeyed_to_rest=self.unkeyed_bones_at_rest,
         )
         if self.action_source == "LISTED" and not any(item.use for item in self.actions):
             raise HybridSkinError("No action is ticked: tick at least one in the list")
@@ -154,11 +163,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         return {"FINISHED"}
 
     def execute(self, context):
-        try:
-            job = self._make_job(context)
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        job = self._make_job(context)
         if self.use_modal and context.window is not None:
             return self._start_modal(context, job)
         wm = context.window_manager
@@ -166,20 +171,20 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         try:
             for progress in job.run():
                 wm.progress_update(int(progress * 100))
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
         finally:
             wm.progress_end()
         return self._done(job)
 
+    def rollback(self, context) -> None:
+        """After an error: the armature's action and frame back (closing the job restores them)."""
+        if self._steps is not None:
+            self._steps.close()
+            self._steps = None
+        super().rollback(context)
+
     def invoke(self, context, event):
         target = bake_target(context)
-        try:
-            arm, _meshes = find_target(target, context.scene)
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        arm, _meshes = find_target(target, context.scene)
         active = arm.animation_data.action if arm.animation_data else None
         chosen = {item.name: item.use for item in self.actions}
         self.actions.clear()
@@ -202,6 +207,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         col.prop(self, "frame_step")
         layout.prop(self, "tolerance")
         layout.prop(self, "action_source")
+        layout.prop(self, "unkeyed_bones_at_rest")
         if self.action_source == "LISTED":
             box = layout.box().column(align=True)
             for item in self.actions:
@@ -229,26 +235,20 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             return {"PASS_THROUGH"}
         deadline = time.perf_counter() + 0.1  # ~100 ms of work per tick keeps the UI responsive
         progress = 0.0
-        try:
+        try:  # an error: the funnel closes the job, removes the timer and progress bar, and reports
             while time.perf_counter() < deadline:
                 progress = next(self._steps)
         except StopIteration:
+            self._steps = None
             self._end(context)
             return self._done(self._job)
-        except HybridSkinError as err:
-            self._end(context)
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
-        except BaseException:
-            self._end(context)  # a bug: still remove the timer and the progress bar
-            raise
         self.show_progress(
             context, progress, f"Hybrid Skin: baking animation texture {progress:.0%} (Esc to cancel)"
         )
         return {"RUNNING_MODAL"}
 
 
-class HYBRID_SKIN_OT_crowd_preview(bpy.types.Operator):
+class HYBRID_SKIN_OT_crowd_preview(GuardedOperator, bpy.types.Operator):
     """Show or hide a crowd of the last animation texture bake, drawn with one instanced draw call"""
 
     bl_idname = "hybrid_skin.crowd_preview"
@@ -274,9 +274,8 @@ class HYBRID_SKIN_OT_crowd_preview(bpy.types.Operator):
             return {"FINISHED"}
         try:
             preview = crowd.preview_for(context.active_object, context.scene, self.count, self.spacing)
-        except (HybridSkinError, ShaderCompileError, ValueError) as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        except (ShaderCompileError, ValueError) as err:  # a message meant for the user, as it is
+            raise HybridSkinError(str(err)) from err
         crowd.show(preview)
         self.report({"INFO"}, f"Crowd preview: {preview.count:,} instances")
         return {"FINISHED"}

@@ -69,8 +69,9 @@ def object_settings(obj: bpy.types.Object):
     return getattr(obj, "hybrid_skin", None)
 
 
-def _modifier_name(settings) -> str:
-    return settings.modifier_name if settings is not None else ""
+def _modifier_name(obj: bpy.types.Object) -> str:
+    """The Armature modifier Hybrid Skin follows (renames included); "" (the first) without the add-on."""
+    return bridge.followed_modifier_name(obj) if object_settings(obj) is not None else ""
 
 
 def _uses(obj: bpy.types.Object, arm: bpy.types.Object) -> bool:
@@ -89,7 +90,7 @@ def find_target(obj: bpy.types.Object | None, scene: bpy.types.Scene) -> tuple[b
         return obj, meshes
     if obj is None or obj.type != "MESH":
         raise HybridSkinError("Select an armature or a skinned mesh to bake animation textures")
-    mod = bridge.armature_modifier(obj, _modifier_name(object_settings(obj)))
+    mod = bridge.armature_modifier(obj, _modifier_name(obj))
     return bridge.validate(obj, mod), [obj]
 
 
@@ -104,8 +105,7 @@ def mesh_parts(meshes: list[bpy.types.Object], *, single_user: bool) -> list[Mes
                 "single-user (Object ▸ Relations ▸ Make Single User) so each gets its own texel data"
             )
         data[obj.data] = obj.name
-        settings = object_settings(obj)
-        modifier = _modifier_name(settings)
+        modifier = _modifier_name(obj)
         bridge.validate(obj, bridge.armature_modifier(obj, modifier))
         base, normals = bridge.vertex_positions(obj.data), bridge.vertex_normals(obj.data)
         parts.append(MeshPart(obj, modifier, base, normals, start))

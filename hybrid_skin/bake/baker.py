@@ -10,8 +10,16 @@ Targets:
 * ``PC2`` / ``MDD``: a point cache file played back by a Mesh Cache modifier (lighter for long clips).
 
 While a bake is active the Armature modifier is bypassed (viewport and render) and the GPU display is
-off. ``clear`` removes exactly what the bake added and restores the modifier flags. The bake record
-(JSON in ``Object.hybrid_skin.bake_state``) survives save/reload and undo.
+off. The bake record (JSON in ``Object.hybrid_skin.bake_state``, it survives save/reload and undo) lists
+exactly what the bake created: its shape keys, its F-Curves and the action they are in, whether it
+created the Basis, the shape keys' animation data or that action, and the modifier it bypassed (by its
+``persistent_uid``, so a renamed modifier is still found). ``clear`` removes only that: the user's own
+drivers, the keyframes they added afterwards (even inside an action the bake created), their active
+shape key and values stay.
+
+Refused (one sentence each, nothing changed): a mesh shared by several objects (a bake would deform
+them all), shape-key targets with Shape Key Lock on or absolute shape keys (relative keys would not
+play back), a point cache path relative to an unsaved file.
 """
 
 from __future__ import annotations
@@ -54,9 +62,10 @@ def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.M
     bridge.editable_mesh(obj)
     if not obj.hybrid_skin.enabled:
         raise HybridSkinError(f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)")
+    bridge.single_user_mesh(obj, "a bake")
     if target not in TARGETS:
         raise HybridSkinError(f"Unknown bake target '{target}'")
-    mod = bridge.armature_modifier(obj, obj.hybrid_skin.modifier_name)
+    mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj))
     bridge.validate(obj, mod)
     stack = list(obj.modifiers)
     above = [m.name for m in stack[: stack.index(mod)] if m.show_viewport or m.show_render]
@@ -65,13 +74,49 @@ def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.M
             f"Modifiers {above} sit above '{mod.name}' on '{obj.name}': shape keys act before them. "
             "Apply or move them below, or bake to a point cache"
         )
+    if target in ("SHAPE_KEYS", "CURRENT"):
+        _check_shape_keys(obj)
     if target in ("PC2", "MDD"):
-        folder = os.path.dirname(filepath) or "."
-        if not filepath or os.path.isdir(filepath):
+        if not filepath:
             raise HybridSkinError("Choose a point cache file name")
+        filepath = bridge.absolute_path(filepath, "point cache")
+        if os.path.isdir(filepath):
+            raise HybridSkinError("Choose a point cache file name")
+        folder = os.path.dirname(filepath) or "."
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise HybridSkinError(f"Cannot write to '{folder}': choose a writable folder")
     return mod
+
+
+def _check_shape_keys(obj: bpy.types.Object) -> None:
+    """Baked keys are relative keys that play by their values: refuse where they would not."""
+    key = obj.data.shape_keys
+    if obj.show_only_shape_key:
+        raise HybridSkinError(
+            f"Shape Key Lock is on for '{obj.name}': only the active shape key would show, not the baked "
+            "ones; turn it off (Shape Keys panel, pin icon) or bake to a point cache"
+        )
+    if key is not None and not key.use_relative:
+        raise HybridSkinError(
+            f"'{obj.name}' uses absolute shape keys, which play by evaluation time, not by value: make "
+            "them relative (Shape Keys panel ▸ Relative) or bake to a point cache"
+        )
+
+
+def _action_fcurves(action: bpy.types.Action) -> list:
+    """Every F-Curve collection of ``action`` (the action itself before slotted actions)."""
+    layers = getattr(action, "layers", None)
+    if not layers:
+        return [action.fcurves] if hasattr(action, "fcurves") else []
+    return [bag.fcurves for layer in layers for strip in layer.strips for bag in strip.channelbags]
+
+
+def _action_is_empty(action: bpy.types.Action) -> bool:
+    return not any(len(curves) for curves in _action_fcurves(action))
+
+
+def _data_path(name: str) -> str:
+    return f'key_blocks["{bpy.utils.escape_identifier(name)}"].value'
 
 
 def _fcurves(id_data):
@@ -100,6 +145,9 @@ class Baker:
         self.context, self.obj, self.target, self.frames = context, obj, target, frames
         self.filepath = filepath
         self.mod = check(obj, target, filepath)
+        if target in ("PC2", "MDD"):
+            self.filepath = bridge.absolute_path(filepath, "point cache")
+        factor.resolve(obj)  # a missing factor group is refused before anything changes
         self.index = 0
         self.results: list[np.ndarray] = []
         self.record: dict = {}
@@ -117,12 +165,12 @@ class Baker:
         stack = list(obj.modifiers)
         tail = stack[stack.index(self.mod) :]
         # Hidden while baking so the rest input is read directly; restored (or kept bypassed) later.
-        self.tail_flags = {m.name: (m.show_viewport, m.show_render) for m in tail}
+        self.tail_flags = [(m, m.show_viewport, m.show_render) for m in tail]
         for m in tail:
             m.show_viewport = False
         self.record = {
             "target": self.target,
-            "bypassed": {self.mod.name: [self.tail_flags[self.mod.name][0], self.mod.show_render]},
+            "bypassed": [[*bridge.modifier_ref(self.mod), self.tail_flags[0][1], self.mod.show_render]],
             "keys": [],
             "frames": self.frames,
         }
@@ -143,9 +191,8 @@ class Baker:
         return self.index >= len(self.frames)
 
     def _restore_tail(self) -> None:
-        for m in self.obj.modifiers:
-            if m.name in self.tail_flags:
-                m.show_viewport, m.show_render = self.tail_flags[m.name]
+        for m, viewport, render in getattr(self, "tail_flags", ()):
+            m.show_viewport, m.show_render = viewport, render
 
     def cancel(self) -> None:
         self._restore_tail()
@@ -155,10 +202,16 @@ class Baker:
     def finish(self) -> None:
         obj = self.obj
         self._restore_tail()
-        if self.target in ("PC2", "MDD"):
-            self._write_cache()
-        else:
-            self._write_shape_keys()
+        try:
+            if self.target in ("PC2", "MDD"):
+                self._write_cache()
+            else:
+                self._write_shape_keys()
+        except BaseException:  # nothing half-done: take back what was written, then report
+            obj.hybrid_skin.bake_state = json.dumps(self.record)
+            clear(obj)
+            self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
+            raise
         self.mod.show_viewport = False
         self.mod.show_render = False
         obj.hybrid_skin.bake_state = json.dumps(self.record)
@@ -167,48 +220,53 @@ class Baker:
     def _write_cache(self) -> None:
         frames = np.stack(self.results)
         start, step = self.frames[0], (self.frames[1] - self.frames[0]) if len(self.frames) > 1 else 1
-        if self.target == "PC2":
-            pointcache.write_pc2(self.filepath, frames, float(start), float(step))
-        else:
-            fps = self.context.scene.render.fps / self.context.scene.render.fps_base
-            pointcache.write_mdd(self.filepath, frames, (np.array(self.frames) - start) / fps)
+        try:
+            if self.target == "PC2":
+                pointcache.write_pc2(self.filepath, frames, float(start), float(step))
+            else:
+                fps = self.context.scene.render.fps / self.context.scene.render.fps_base
+                pointcache.write_mdd(self.filepath, frames, (np.array(self.frames) - start) / fps)
+        except OSError as err:
+            raise HybridSkinError(
+                f"Cannot write '{self.filepath}' ({err.strerror or err}): choose a writable file"
+            ) from err
         cache = self.obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
+        self.record["cache_modifier"] = bridge.modifier_ref(cache)
         cache.cache_format = self.target
         cache.filepath = self.filepath
-        cache.frame_start = float(start)
+        # The Mesh Cache reads sample (scene frame · frame_scale − frame_start): both in scaled time, so
+        # that scene frame ``start + i·step`` reads sample i.
+        cache.frame_start = float(start) / step
         cache.frame_scale = 1.0 / step
         cache.deform_mode = "OVERWRITE"
         with self.context.temp_override(object=self.obj):
             at = list(self.obj.modifiers).index(self.mod)
             self.obj.modifiers.move(len(self.obj.modifiers) - 1, at + 1)
-        self.record["cache_modifier"] = cache.name
 
     def _write_shape_keys(self) -> None:
         obj = self.obj
         active = obj.active_shape_key_index
-        self.record["created_basis"] = obj.data.shape_keys is None
-        key_had_action = (
-            obj.data.shape_keys is not None
-            and obj.data.shape_keys.animation_data is not None
-            and obj.data.shape_keys.animation_data.action is not None
-        )
+        record = self.record
+        record["active_key"] = active
+        record["created_basis"] = obj.data.shape_keys is None
         if obj.data.shape_keys is None:
             obj.shape_key_add(name="Basis", from_mix=False)
         key = obj.data.shape_keys
         basis = key.reference_key
         base = bridge.shape_key_points(basis)  # raw fast path (Blender ≥ 4.1)
-        names = []
         for frame, delta in zip(self.frames, self.results):
             name = f"{KEY_PREFIX}{frame:04d}" if self.target == "SHAPE_KEYS" else f"{KEY_PREFIX}Frame {frame}"
             kb = obj.shape_key_add(name=name, from_mix=False)
+            record["keys"].append(kb.name)  # recorded at once: a failure later clears exactly these
             bridge.set_shape_key_points(kb, base + delta.astype(np.float32))
             kb.relative_key = basis
             kb.value = 1.0 if self.target == "CURRENT" else 0.0
-            names.append(kb.name)
-        self.record["keys"] = names
-        self.record["created_action"] = not key_had_action
         if self.target == "SHAPE_KEYS":
-            self._key_values(key, names)
+            anim = key.animation_data
+            record["created_animation_data"] = anim is None
+            record["created_action"] = anim is None or anim.action is None
+            record["last_slot"] = getattr(anim, "last_slot_identifier", "") if anim is not None else ""
+            self._key_values(key, record["keys"])
         obj.active_shape_key_index = active
 
     def _key_values(self, key: bpy.types.Key, names: list[str]) -> None:
@@ -224,40 +282,78 @@ class Baker:
             for frame, value in points:
                 kb.value = value
                 kb.keyframe_insert("value", frame=frame)
-            fcurve = _fcurves(key).find(f'key_blocks["{name}"].value')
+            if i == 0:
+                self.record["action"] = key.animation_data.action.name
+            fcurve = _fcurves(key).find(_data_path(name))
             for point in fcurve.keyframe_points:
                 point.interpolation = "LINEAR"
 
 
 def clear(obj: bpy.types.Object) -> None:
-    """Remove what a bake added and restore the modifier flags it changed."""
+    """Remove exactly what a bake added (see the module docstring) and restore the modifier flags."""
     record = json.loads(obj.hybrid_skin.bake_state or "{}")
     if not record:
         return
-    cache = obj.modifiers.get(record.get("cache_modifier", ""))
-    if cache is not None:
+    cache_ref = record.get("cache_modifier")
+    cache = bridge.find_modifier(obj, cache_ref if isinstance(cache_ref, list) else [0, cache_ref or ""])
+    if cache is not None and cache.type == "MESH_CACHE":
         obj.modifiers.remove(cache)
     key = obj.data.shape_keys
     if key is not None and record.get("keys"):
-        curves = _fcurves(key)
+        _clear_animation(key, record)
+        blocks = key.key_blocks
+        active = obj.active_shape_key
+        active_name = active.name if active is not None else None
         for name in record["keys"]:
-            if curves is not None:
-                fcurve = curves.find(f'key_blocks["{name}"].value')
-                if fcurve is not None:
-                    curves.remove(fcurve)
-            kb = key.key_blocks.get(name)
+            kb = blocks.get(name)
             if kb is not None:
                 obj.shape_key_remove(kb)
-        if record.get("created_action") and key.animation_data is not None and key.animation_data.action:
-            action = key.animation_data.action
-            key.animation_data_clear()
-            if action.users == 0:
-                bpy.data.actions.remove(action)
         if record.get("created_basis") and len(key.key_blocks) == 1:
             obj.shape_key_clear()
-    for name, (viewport, render) in record.get("bypassed", {}).items():
-        mod = obj.modifiers.get(name)
+        elif obj.data.shape_keys is not None:  # the user's active key stays active
+            names = obj.data.shape_keys.key_blocks.keys()
+            if active_name in names:
+                obj.active_shape_key_index = names.index(active_name)
+            elif 0 <= record.get("active_key", -1) < len(names):
+                obj.active_shape_key_index = record["active_key"]
+    for entry in record.get("bypassed", []):
+        if isinstance(entry, str):  # records of earlier versions: {name: [viewport, render]}
+            entry = [0, entry, *record["bypassed"][entry]]
+        uid, name, viewport, render = entry
+        mod = bridge.find_modifier(obj, [uid, name])
         if mod is not None:
             mod.show_viewport, mod.show_render = viewport, render
     obj.hybrid_skin.bake_state = ""
     display.apply(obj)
+
+
+def _clear_animation(key: bpy.types.Key, record: dict) -> None:
+    """Remove the bake's F-Curves; then the action and animation data only if the bake created them
+    and nothing of the user's is in them (keyframes added later, drivers, NLA tracks)."""
+    ours = {_data_path(name) for name in record["keys"]}
+    anim = key.animation_data
+    action = bpy.data.actions.get(record["action"]) if record.get("action") else None
+    if action is None and anim is not None:
+        action = anim.action  # records of earlier versions
+    if action is None:
+        return
+    for curves in _action_fcurves(action):
+        for fcurve in [fc for fc in curves if fc.data_path in ours]:
+            curves.remove(fcurve)
+    if not record.get("created_action", False) or not _action_is_empty(action):
+        return
+    if anim is not None and anim.action == action:
+        anim.action = None
+    if anim is not None and anim.action is None and hasattr(anim, "last_slot_identifier"):
+        anim.last_slot_identifier = record.get("last_slot", "")  # Blender's memory of the bake's slot
+    if action.users == 0:
+        bpy.data.actions.remove(action)
+    anim = key.animation_data
+    if (
+        record.get("created_animation_data", False)
+        and anim is not None
+        and anim.action is None
+        and not len(anim.drivers)
+        and not len(anim.nla_tracks)
+    ):
+        key.animation_data_clear()

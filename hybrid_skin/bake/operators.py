@@ -7,8 +7,8 @@ import time
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 
-from ..errors import HybridSkinError
-from ..progress import ModalProgress
+from .. import bridge
+from ..operator_base import GuardedOperator, ModalProgress
 from . import baker
 
 TARGET_ITEMS = [
@@ -30,7 +30,9 @@ class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
     frame_start: IntProperty(name="Start", description="First frame (-1: the scene's)", default=-1)
     frame_end: IntProperty(name="End", description="Last frame (-1: the scene's)", default=-1)
     frame_step: IntProperty(name="Step", description="Bake every Nth frame", default=1)
-    filepath: StringProperty(name="Cache File", subtype="FILE_PATH", default="")
+    filepath: StringProperty(
+        name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
+    )
 
     _baker: baker.Baker | None = None
 
@@ -47,83 +49,64 @@ class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
             start = scene.frame_start if self.frame_start < 0 else self.frame_start
             end = scene.frame_end if self.frame_end < 0 else self.frame_end
             frames = baker.bake_frames(start, end, self.frame_step)
-        return baker.Baker(
-            context, context.active_object, self.target, frames, bpy.path.abspath(self.filepath)
-        )
+        return baker.Baker(context, context.active_object, self.target, frames, self.filepath)
+
+    def rollback(self, context) -> None:
+        """After an error: the scene, frame, modifiers and display as they were; nothing written."""
+        if self._baker is not None:
+            self._baker.cancel()
+            self._baker = None
+        super().rollback(context)
 
     def execute(self, context):
-        try:
-            job = self._make_baker(context)
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        self._baker = job = self._make_baker(context)
         wm = context.window_manager
         job.start()
         wm.progress_begin(0, 100)
         try:
             while not job.step():
                 wm.progress_update(int(job.progress * 100))
-            job.finish()
-        except HybridSkinError as err:  # the scene cannot be skinned at some frame: say so, change nothing
-            job.cancel()
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
-        except BaseException:
-            job.cancel()
-            raise
         finally:
             wm.progress_end()
+        job.finish()
+        self._baker = None
         self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}' ({self.target})")
         return {"FINISHED"}
 
     def invoke(self, context, event):
         if self.target in ("PC2", "MDD") and not self.filepath:
-            self.filepath = f"//{context.active_object.name}.{self.target.lower()}"
+            self.filepath = f"//{bpy.path.clean_name(context.active_object.name)}.{self.target.lower()}"
             context.window_manager.fileselect_add(self)  # execute() runs after the file is chosen
             return {"RUNNING_MODAL"}
-        try:
-            self._baker = self._make_baker(context)
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        self._baker = self._make_baker(context)
         self._baker.start()
         return self.begin_modal(context)
 
     def modal(self, context, event):
         job = self._baker
         if event.type == "ESC":
-            job.cancel()
-            self._end(context)
+            self.rollback(context)
             self.report({"WARNING"}, "Bake cancelled: nothing was changed")
             return {"CANCELLED"}
         if event.type != "TIMER":
             return {"RUNNING_MODAL"}
         deadline = time.perf_counter() + 0.1  # stay responsive: bake for ~100 ms per tick
         done = False
-        try:
-            while not done and time.perf_counter() < deadline:
-                done = job.step()
-        except HybridSkinError as err:  # the scene cannot be skinned at some frame: say so, change nothing
-            job.cancel()
-            self._end(context)
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
-        except BaseException:
-            job.cancel()  # a bug: put the scene back and remove the timer and progress bar
-            self._end(context)
-            raise
+        while not done and time.perf_counter() < deadline:
+            done = job.step()  # an error: the funnel rolls back (scene, timer, progress bar) and reports
         self.show_progress(
             context, job.progress, f"Hybrid Skin: baking {job.index}/{len(job.frames)} (Esc to cancel)"
         )
         if not done:
             return {"RUNNING_MODAL"}
         job.finish()
+        self._baker = None
         self._end(context)
         self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}'")
         return {"FINISHED"}
 
 
-class HYBRID_SKIN_OT_clear_bake(bpy.types.Operator):
+class HYBRID_SKIN_OT_clear_bake(GuardedOperator, bpy.types.Operator):
     """Remove the baked shape keys or point cache and restore the modifier setup exactly"""
 
     bl_idname = "hybrid_skin.clear_bake"
@@ -136,6 +119,7 @@ class HYBRID_SKIN_OT_clear_bake(bpy.types.Operator):
         return obj is not None and obj.type == "MESH" and baker.is_baked(obj)
 
     def execute(self, context):
+        bridge.editable_mesh(context.active_object)
         baker.clear(context.active_object)
         self.report({"INFO"}, "Cleared the Hybrid Skin bake")
         return {"FINISHED"}

@@ -10,6 +10,7 @@ temporary Blender image, removed afterwards. Works headless (it creates the GPU 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import numpy as np
 from mathutils import Matrix
 
 from .. import bridge, factor
+from ..errors import HybridSkinError
 from ..factor import DeformFactor
 from ..skin import bind
 from . import ensure_gpu_context
@@ -134,8 +136,9 @@ def render_comparison(context_or_scene, obj: bpy.types.Object | Sequence[bpy.typ
     adds an Auto panel (the factor computed from this pose) before DQS. ``color`` (scene-linear RGB)
     replaces the solid-view colours (a dark material hides the shape). ``width`` × ``height`` is one
     panel; the image is ``panels * width`` × ``height``. Returns the absolute path written. Raises
-    :class:`..errors.HybridSkinError` for an object Hybrid Skin cannot skin.
+    :class:`..errors.HybridSkinError` for an object Hybrid Skin cannot skin or a path it cannot write.
     """
+    path = comparison_path(filepath)
     ensure_gpu_context()
     objects = [obj] if isinstance(obj, bpy.types.Object) else list(obj)
     scene, depsgraph = _scene_and_depsgraph(context_or_scene)
@@ -186,9 +189,25 @@ def render_comparison(context_or_scene, obj: bpy.types.Object | Sequence[bpy.typ
     s = supersample
     pixels = raw.reshape(full_h // s, s, panel_w * count // s, s, 4).mean(axis=(1, 3))
     pixels[..., 3] = 1.0
-    path = Path(bpy.path.abspath(str(filepath))).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _save_png(pixels, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _save_png(pixels, path)
+    except (OSError, RuntimeError) as err:  # image.save() raises RuntimeError when it cannot write
+        raise HybridSkinError(f"Cannot write '{path}' ({err}): choose a writable PNG file path") from err
+    return path
+
+
+def comparison_path(filepath: str | Path) -> Path:
+    """The absolute PNG path of a comparison; a clear error for a path that cannot be written."""
+    text = str(filepath)
+    if not text.lower().endswith(".png"):
+        raise HybridSkinError(f"'{text}' is not a .png path: choose a PNG file name")
+    path = Path(bridge.absolute_path(text, "comparison image")).resolve()
+    folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), path.parent)
+    if path.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise HybridSkinError(f"Cannot write '{path}': choose a PNG file in a writable folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise HybridSkinError(f"'{path}' is read-only: choose another PNG file path")
     return path
 
 

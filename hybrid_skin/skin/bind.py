@@ -54,6 +54,7 @@ class MeshBind:
     #: the armature through its Armature modifier, so renaming either object never breaks it.
     object_name: str
     modifier_name: str
+    modifier_uid: int
     armature_name: str
     object_uid: int
     armature_uid: int
@@ -112,12 +113,18 @@ class MeshBind:
         self.object_name = obj.name
         return obj
 
+    def modifier(self, obj: bpy.types.Object) -> bpy.types.ArmatureModifier:
+        """The bound Armature modifier, by its persistent id (a rename keeps it), else by name."""
+        mod = bridge.find_modifier(obj, [self.modifier_uid, self.modifier_name])
+        if mod is None or mod.type != "ARMATURE":
+            raise HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
+        self.modifier_name = mod.name
+        return mod
+
     def armature(self, obj: bpy.types.Object) -> bpy.types.Object:
         """The armature object, by reference: the one the bound Armature modifier deforms by, whatever its
         name now. A modifier that lost it, or now points at another armature, is a clear error."""
-        mod = obj.modifiers.get(self.modifier_name)
-        if mod is None:
-            raise HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
+        mod = self.modifier(obj)
         arm = mod.object
         if arm is None or arm.type != "ARMATURE":
             raise HybridSkinError(
@@ -141,9 +148,7 @@ class MeshBind:
 
     def refresh_rest(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> bool:
         """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
-        mod = obj.modifiers.get(self.modifier_name)
-        if mod is None:
-            raise HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
+        mod = self.modifier(obj)
         stack = list(obj.modifiers)
         dynamic = obj.data.shape_keys is not None or any(m.show_viewport for m in stack[: stack.index(mod)])
         if not dynamic:
@@ -309,6 +314,7 @@ def bind(
     bound = MeshBind(
         object_name=obj.name,
         modifier_name=mod.name,
+        modifier_uid=bridge.modifier_ref(mod)[0],
         armature_name=arm.name,
         object_uid=obj.session_uid,
         armature_uid=arm.session_uid,
@@ -353,7 +359,7 @@ def cached_bind(
     the handler forgets its bind when the mesh is edited. Vertex weights edited by a script are not
     compared (reading them costs a bind): ``api.rebind`` after such edits."""
     settings = getattr(obj, "hybrid_skin", None)
-    mod = bridge.armature_modifier(obj, settings.modifier_name if settings is not None else "")
+    mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj) if settings is not None else "")
     groups = bind_groups(obj)
     binds = runtime.get().binds
     bound = binds.get(obj.session_uid)

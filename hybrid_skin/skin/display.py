@@ -74,23 +74,32 @@ def restore(obj: bpy.types.Object) -> None:
     if not settings.saved_state:
         return
     saved = json.loads(settings.saved_state)
-    extra = obj.modifiers.get(DQS_MODIFIER)
+    # Modifiers are found by their persistent id, so a modifier the user renamed is still restored.
+    extra = _saved_modifier(obj, saved.get("added_modifier"), DQS_MODIFIER)
     if extra is not None and saved.get("added_modifier"):
         obj.modifiers.remove(extra)
     group = obj.vertex_groups.get(FACTOR_GROUP)
     if group is not None and saved.get("added_group"):
         obj.vertex_groups.remove(group)
-    for name, shown in saved.get("show_viewport", {}).items():
-        mod = obj.modifiers.get(name)
+    shown = saved.get("show_viewport", {})
+    entries = shown if isinstance(shown, list) else [[0, name, v] for name, v in shown.items()]
+    for uid, name, visible in entries:
+        mod = bridge.find_modifier(obj, [uid, name])
         if mod is not None:
-            mod.show_viewport = shown
-    mod = obj.modifiers.get(saved.get("armature_modifier", ""))
+            mod.show_viewport = visible
+    ref = saved.get("armature_ref") or [0, saved.get("armature_modifier", "")]
+    mod = bridge.find_modifier(obj, ref)
     if mod is not None and "preserve_volume" in saved:
         mod.use_deform_preserve_volume = saved["preserve_volume"]
     obj.display_type = saved["display_type"]
     if len(obj.vertex_groups) > saved["active_group"] >= 0:
         obj.vertex_groups.active_index = saved["active_group"]
     settings.saved_state = ""
+
+
+def _saved_modifier(obj: bpy.types.Object, ref, name: str) -> bpy.types.Modifier | None:
+    """The modifier :func:`apply` added (``ref``: its id and name, or True in records of earlier versions)."""
+    return bridge.find_modifier(obj, ref if isinstance(ref, list) else [0, name])
 
 
 def apply(obj: bpy.types.Object) -> None:
@@ -102,11 +111,14 @@ def apply(obj: bpy.types.Object) -> None:
         return
     restore(obj)
     settings = obj.hybrid_skin
-    mod = bridge.find_armature_modifier(obj, settings.modifier_name)
+    if obj.library is not None or obj.override_library is not None:
+        return  # linked data and library overrides keep their library's setup (see handlers)
+    mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
     if not settings.enabled or mod is None or settings.bake_state:
         return  # a bake shows the result through its own shape keys or cache
     saved: dict = {
         "armature_modifier": mod.name,
+        "armature_ref": bridge.modifier_ref(mod),
         "display_type": obj.display_type,
         "active_group": obj.vertex_groups.active_index,
     }
@@ -116,17 +128,18 @@ def apply(obj: bpy.types.Object) -> None:
         runtime.get().report_once(obj.name, HybridSkinError(gpu_refusal(obj)))
     if gpu:
         tail = stack[stack.index(mod) :]
-        saved["show_viewport"] = {m.name: m.show_viewport for m in tail}
+        saved["show_viewport"] = [[*bridge.modifier_ref(m), m.show_viewport] for m in tail]
         for m in tail:
             m.show_viewport = False
         obj.display_type = "BOUNDS"
     else:
         saved["preserve_volume"] = mod.use_deform_preserve_volume
         saved["added_group"] = obj.vertex_groups.get(FACTOR_GROUP) is None
-        saved["added_modifier"] = obj.modifiers.get(DQS_MODIFIER) is None
+        added = obj.modifiers.get(DQS_MODIFIER) is None
         mod.use_deform_preserve_volume = False
         group = obj.vertex_groups.get(FACTOR_GROUP) or obj.vertex_groups.new(name=FACTOR_GROUP)
         extra = native.add_mix_modifier(obj, mod, DQS_MODIFIER, group.name)
+        saved["added_modifier"] = bridge.modifier_ref(extra) if added else False
         extra.show_viewport = mod.show_viewport
         extra.show_render = mod.show_render
     settings.saved_state = json.dumps(saved)

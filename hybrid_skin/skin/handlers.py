@@ -15,7 +15,14 @@ from . import bind, display, viewport
 
 
 def enabled_objects() -> list[bpy.types.Object]:
-    return [o for o in bpy.data.objects if o.type == "MESH" and o.library is None and o.hybrid_skin.enabled]
+    """Local meshes that use Hybrid Skin. Linked objects and library overrides are left as their library
+    has them: the library's file was saved with its own setup restored, and changing an override's
+    modifiers on load would store that change in the user's file."""
+    return [
+        o
+        for o in bpy.data.objects
+        if o.type == "MESH" and o.library is None and o.override_library is None and o.hybrid_skin.enabled
+    ]
 
 
 def reapply_all() -> None:

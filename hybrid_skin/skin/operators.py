@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import bpy
 from bpy.props import IntProperty, StringProperty
 
@@ -11,6 +9,7 @@ from .. import bridge
 from ..bake import baker
 from ..draw import comparison
 from ..errors import HybridSkinError
+from ..operator_base import GuardedOperator
 from . import bind, display, viewport
 
 __all__ = [
@@ -33,7 +32,7 @@ class NeedsHybridSkin:
         return has_hybrid_skin(context.active_object)
 
 
-class HYBRID_SKIN_OT_add(bpy.types.Operator):
+class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
     """Deform the active mesh with Hybrid Skin (a blend of linear and dual quaternion skinning)"""
 
     bl_idname = "hybrid_skin.add"
@@ -45,19 +44,18 @@ class HYBRID_SKIN_OT_add(bpy.types.Operator):
         return context.mode == "OBJECT"
 
     def execute(self, context):
-        try:
-            obj = bridge.editable_mesh(context.active_object)
-            mod = bridge.armature_modifier(obj)
-            bridge.validate(obj, mod)
-            settings = obj.hybrid_skin
-            if settings.enabled:
-                self.report({"WARNING"}, f"'{obj.name}' already uses Hybrid Skin")
-                return {"CANCELLED"}
-            settings.modifier_name = mod.name
-            bound = bind.rebind(obj, context.evaluated_depsgraph_get())
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
+        obj = bridge.editable_mesh(context.active_object)
+        bridge.single_user_mesh(obj, "adding Hybrid Skin")
+        mod = bridge.armature_modifier(obj)
+        bridge.validate(obj, mod)
+        settings = obj.hybrid_skin
+        if settings.enabled:
+            self.report({"WARNING"}, f"'{obj.name}' already uses Hybrid Skin")
             return {"CANCELLED"}
+        settings.modifier_name = mod.name
+        settings.modifier_uid = bridge.modifier_ref(mod)[0]
+        bound = bind.rebind(obj, context.evaluated_depsgraph_get())
+        self._obj = obj
         refusal = display.gpu_refusal(obj) if settings.display == "GPU" else None
         if refusal is not None:
             settings.display = "EVALUATED"  # say what is shown: Blender's own stack, every modifier in it
@@ -74,8 +72,15 @@ class HYBRID_SKIN_OT_add(bpy.types.Operator):
         )
         return {"FINISHED"}
 
+    def rollback(self, context) -> None:
+        obj = getattr(self, "_obj", None)
+        if obj is not None:
+            display.restore(obj)
+            obj.hybrid_skin.enabled = False
+            bind.forget(obj)
 
-class HYBRID_SKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
+
+class HYBRID_SKIN_OT_remove(NeedsHybridSkin, GuardedOperator, bpy.types.Operator):
     """Remove Hybrid Skin from the active mesh and restore its modifiers and display exactly"""
 
     bl_idname = "hybrid_skin.remove"
@@ -84,24 +89,29 @@ class HYBRID_SKIN_OT_remove(NeedsHybridSkin, bpy.types.Operator):
 
     def execute(self, context):
         obj = context.active_object
-        try:
-            bridge.editable_mesh(obj)
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
         baked = bool(obj.hybrid_skin.bake_state)
+        if obj.override_library is None:
+            bridge.editable_mesh(obj)
+        elif baked:  # the baked keys live in the library's mesh, which the override cannot change
+            raise HybridSkinError(
+                f"'{obj.name}' is a library override of a baked object: clear the bake in its library "
+                f"file '{obj.override_library.reference.library.filepath}' first"
+            )
+        # An override's Hybrid Skin comes from its library; restoring only sets its own values back.
         if baked:
             baker.clear(obj)  # baked keys are derived data; leaving them would deform twice
         display.restore(obj)
+        return self._forget(obj, " and cleared its bake" if baked else "")
+
+    def _forget(self, obj: bpy.types.Object, cleared: str) -> set[str]:
         obj.hybrid_skin.enabled = False
         bind.forget(obj)
         viewport.forget(obj)
-        cleared = " and cleared its bake" if baked else ""
         self.report({"INFO"}, f"Removed Hybrid Skin from '{obj.name}'{cleared}")
         return {"FINISHED"}
 
 
-class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
+class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, GuardedOperator, bpy.types.Operator):
     """Re-read weights and rest shape after editing the mesh or its vertex groups"""
 
     bl_idname = "hybrid_skin.rebind"
@@ -110,24 +120,25 @@ class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, bpy.types.Operator):
 
     def execute(self, context):
         obj = context.active_object
-        try:
-            bound = bind.rebind(obj, context.evaluated_depsgraph_get())
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        bound = bind.rebind(obj, context.evaluated_depsgraph_get())
         viewport.forget(obj)
         self.report({"INFO"}, f"Rebound '{obj.name}': {bound.vertex_count} vertices")
         return {"FINISHED"}
 
 
-class HYBRID_SKIN_OT_render_comparison(bpy.types.Operator):
+class HYBRID_SKIN_OT_render_comparison(GuardedOperator, bpy.types.Operator):
     """Render LBS | current hybrid | DQS side by side to a PNG, to choose a deform factor"""
 
     bl_idname = "hybrid_skin.render_comparison"
     bl_label = "Render Comparison"
     bl_options = {"REGISTER"}
 
-    filepath: StringProperty(name="File Path", subtype="FILE_PATH", default="//hybrid_skin_comparison.png")
+    filepath: StringProperty(
+        name="File Path",
+        subtype="FILE_PATH",
+        default="//hybrid_skin_comparison.png",
+        options={"PATH_SUPPORTS_BLEND_RELATIVE"},
+    )
     width: IntProperty(name="Panel Width", default=512, min=64, max=4096)
     height: IntProperty(name="Panel Height", default=512, min=64, max=4096)
 
@@ -141,21 +152,9 @@ class HYBRID_SKIN_OT_render_comparison(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
     def execute(self, context):
-        path = bpy.path.abspath(self.filepath)
-        folder = os.path.dirname(path) or "."
-        if not path.lower().endswith(".png"):
-            self.report({"ERROR"}, f"'{self.filepath}' is not a .png path: choose a PNG file name")
-            return {"CANCELLED"}
-        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            self.report({"ERROR"}, f"Cannot write to '{folder}': choose a writable folder")
-            return {"CANCELLED"}
-        try:
-            comparison.render_comparison(
-                context, context.active_object, path, width=self.width, height=self.height
-            )
-        except HybridSkinError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+        path = comparison.render_comparison(
+            context, context.active_object, self.filepath, width=self.width, height=self.height
+        )
         self.report({"INFO"}, f"Wrote {path}")
         return {"FINISHED"}
 

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 
 from . import display, viewport
 
@@ -52,6 +59,11 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
     display: EnumProperty(name="Display", items=DISPLAYS, default="GPU", update=_settings_changed)
     modifier_name: StringProperty(
         name="Armature Modifier", description="The Armature modifier Hybrid Skin follows"
+    )
+    modifier_uid: IntProperty(
+        name="Armature Modifier Id",
+        description="Persistent id of the followed Armature modifier (survives renames; 0: follow by name)",
+        options={"HIDDEN"},
     )
     bake_state: StringProperty(
         name="Bake State",

@@ -81,9 +81,10 @@ def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=N
     settings = obj.hybrid_skin if obj.type == "MESH" else None
     if settings is None or not settings.enabled or settings.display != "GPU" or settings.bake_state:
         return False
-    if not display.gpu_applied(obj):
-        # Blender's own drawing of this mesh is not hidden (a linked object, whose modifiers the add-on
-        # cannot hide; one with two Armature modifiers, shown Evaluated): drawing it would draw it twice.
+    if not settings.saved_state or not display.gpu_applied(obj):
+        # Blender's own drawing of this mesh is not hidden (a library override or a lost modifier; a linked
+        # object, whose modifiers the add-on cannot hide; one with two Armature modifiers, shown
+        # Evaluated): drawing it would draw it twice.
         reason = display.gpu_refusal(obj)
         if reason is not None:
             runtime.get().report_once(obj.name, HybridSkinError(reason))

@@ -10,6 +10,7 @@ to rest is checked against a rest truth, and shown to be far from what Blender p
 
 from __future__ import annotations
 
+import json
 import math
 
 import bpy
@@ -115,3 +116,16 @@ def test_option_resets_unkeyed_bones_to_rest(addon, animtex, core, robot, tmp_pa
     got = decode(core, meta, texture, meshes, 0, np.arange(len(frames), dtype=float))
     assert worst_distance(truth, got) <= report["frames"]["max"] + SLACK * report["bbox_diagonal"]
     assert worst_distance(native_truth(arm, meshes, wave, frames, 0.5, start), got) > 1.0
+
+
+@pytest.mark.parametrize("at_rest", [False, True])
+def test_the_dialog_option_reaches_the_bake(addon, robot, tmp_path, at_rest):
+    arm, _meshes = robot
+    wave = clip_action("Wave")
+    arm.animation_data.action = wave
+    result = bpy.ops.hybrid_skin.bake_animation_texture(
+        directory=str(tmp_path), file_name="dialog", kind="BONE_DQ", unkeyed_bones_at_rest=at_rest
+    )
+    assert result == {"FINISHED"}
+    meta = json.loads((tmp_path / "dialog.json").read_text(encoding="utf-8"))
+    assert meta["pose"] == {"unkeyed_bones": "rest" if at_rest else "scene"}

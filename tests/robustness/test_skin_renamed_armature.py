@@ -88,3 +88,34 @@ def test_one_object_that_fails_to_draw_never_stops_the_others(addon, gpu_context
         assert [skin.source.object_name for skin in drawn] == ["Second"]
     printed = [line for line in capsys.readouterr().out.splitlines() if "a bug in one object" in line]
     assert printed == ["Hybrid Skin: cannot draw 'First': RuntimeError: a bug in one object"]
+
+
+# -------------------------------------------------------------- the Armature modifier renamed after Add
+@pytest.fixture
+def renamed_modifier(addon):
+    """Hybrid Skin added, a bind cached, then the Armature modifier renamed and the rig posed afresh."""
+    arm, cyl = three_bone_cylinder()
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    modules(addon).api.deformed_positions(cyl)
+    mod = next(m for m in cyl.modifiers if m.type == "ARMATURE")
+    mod.name = "Body deform"
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    return arm, cyl
+
+
+def test_api_follows_a_renamed_armature_modifier(addon, renamed_modifier):
+    arm, cyl = renamed_modifier
+    hs = modules(addon)
+    assert_close(hs.api.deformed_positions(cyl, deform_factor=0.5), native_positions(cyl, 0.5))
+    hs.api.rebind(cyl)  # a fresh bind finds it too
+    assert_close(hs.api.deformed_positions(cyl, deform_factor=1.0), native_positions(cyl, 1.0))
+
+
+def test_bakes_follow_a_renamed_armature_modifier(addon, renamed_modifier):
+    arm, cyl = renamed_modifier
+    expected = native_positions(cyl, cyl.hybrid_skin.deform_factor)
+    assert bpy.ops.hybrid_skin.bake_deformation(target="CURRENT") == {"FINISHED"}
+    assert_close(evaluated_positions(cyl), expected, "baked mesh")
+    assert bpy.ops.hybrid_skin.clear_bake() == {"FINISHED"}
+    mod = next(m for m in cyl.modifiers if m.type == "ARMATURE")
+    assert mod.name == "Body deform"

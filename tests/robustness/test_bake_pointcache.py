@@ -1,0 +1,84 @@
+"""Point cache bakes play back what Hybrid Skin computed, at every frame step, and fail in sentences.
+
+Issue 12, wrong result 7 (frame step > 1 played back wrong: the Mesh Cache reads sample
+``frame · frame_scale − frame_start``, so ``frame_start`` must be ``start / step``), 16 (``//x.pc2`` in an
+unsaved file) and the message for a write that fails (PermissionError).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import bpy
+import numpy as np
+import pytest
+
+from tests.robustness.bake_scene import diagonal, evaluated, refused, rig, same_as, snapshot, unsaved_file
+
+
+@pytest.mark.parametrize("fmt", ["PC2", "MDD"])
+@pytest.mark.parametrize(("start", "end", "step"), [(3, 15, 3), (1, 12, 2), (2, 11, 4)])
+def test_point_cache_with_a_frame_step_plays_back_the_hybrid(addon, tmp_path, fmt, start, end, step):
+    """Blender's own Mesh Cache playback at every baked frame equals the hybrid computed before."""
+    arm, obj = rig()
+    frames = list(range(start, end + 1, step))
+    expected = {}
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        expected[frame] = addon.api.deformed_positions(obj)
+    diag = diagonal(expected[frames[0]])
+    path = tmp_path / f"cache.{fmt.lower()}"
+    assert bpy.ops.hybrid_skin.bake_deformation(
+        target=fmt, frame_start=start, frame_end=end, frame_step=step, filepath=str(path)
+    ) == {"FINISHED"}
+    assert obj.modifiers["HybridSkin Cache"].type == "MESH_CACHE"
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        error = np.abs(evaluated(obj) - expected[frame]).max()
+        assert error <= 1e-5 * diag, f"frame {frame}: {error / diag:.1%} of the bounding box"
+
+
+def test_relative_cache_path_in_an_unsaved_file_is_refused(addon, tmp_path, monkeypatch):
+    """``//x.pc2`` in a file never saved would land in the process's working directory."""
+    monkeypatch.chdir(tmp_path)
+    unsaved_file()
+    arm, obj = rig()
+    before = snapshot([tmp_path])
+    refused(
+        bpy.ops.hybrid_skin.bake_deformation, "save the file first or give an absolute path",
+        target="PC2", filepath="//x.pc2",
+    )
+    same_as(before, [tmp_path], "after a refused bake")
+    assert not os.listdir(tmp_path)
+
+
+def test_relative_cache_path_in_a_saved_file_lands_next_to_it(addon, tmp_path):
+    arm, obj = rig()
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    obj = bpy.data.objects["Cylinder"]
+    assert bpy.ops.hybrid_skin.bake_deformation(
+        target="PC2", frame_start=1, frame_end=4, filepath="//x.pc2"
+    ) == {"FINISHED"}
+    assert (tmp_path / "x.pc2").is_file()
+    assert os.path.isabs(obj.modifiers["HybridSkin Cache"].filepath)
+
+
+@pytest.mark.parametrize("fmt", ["PC2", "MDD"])
+def test_a_write_that_fails_is_a_sentence_and_changes_nothing(addon, tmp_path, monkeypatch, fmt):
+    """The folder looks writable but the write itself fails (PermissionError: a full disk, a share)."""
+    baker = importlib.import_module(addon.__name__ + ".bake.baker")
+
+    def fail(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(baker.pointcache, f"write_{fmt.lower()}", fail)
+    arm, obj = rig()
+    bpy.context.scene.frame_set(5)
+    before = snapshot([tmp_path])
+    refused(
+        bpy.ops.hybrid_skin.bake_deformation, "Permission denied",
+        target=fmt, frame_start=1, frame_end=6, filepath=str(tmp_path / f"x.{fmt.lower()}"),
+    )
+    same_as(before, [tmp_path], "after a failed write")
+    assert not obj.hybrid_skin.bake_state and "HybridSkin Cache" not in obj.modifiers

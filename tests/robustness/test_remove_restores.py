@@ -1,0 +1,134 @@
+"""Remove puts everything back by identity, and Add refuses what it cannot handle (issue 12: lost data
+3 and 4, wrong result 9).
+
+A modifier the user renamed after Add is still found (by its ``persistent_uid``), a library override
+whose library had Hybrid Skin is left alone on load, and a mesh shared by two objects is refused.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import bpy
+import pytest
+
+from tests.robustness.bake_scene import activate, refused, rig, same_as, snapshot
+
+
+@pytest.mark.parametrize("display", ["GPU", "EVALUATED"])
+def test_remove_after_renaming_the_armature_modifier(addon, display):
+    arm, obj = rig(add=False)
+    obj.modifiers["Armature"].use_deform_preserve_volume = True  # the Evaluated display turns it off
+    before = snapshot()
+    bpy.ops.hybrid_skin.add()
+    obj.hybrid_skin.display = display
+    obj.modifiers["Armature"].name = "Body Deform"
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    mod = obj.modifiers["Body Deform"]
+    assert mod.show_viewport and mod.use_deform_preserve_volume
+    mod.name = "Armature"  # the user's own rename undone: everything else is as before Add
+    same_as(before, what="after Remove")
+
+
+def test_remove_after_renaming_every_modifier_of_the_tail(addon):
+    """GPU display hides the Armature modifier and every modifier after it; all come back."""
+    arm, obj = rig(add=False)
+    smooth = obj.modifiers.new("Smooth", "SMOOTH")
+    smooth.show_viewport = True
+    before = snapshot()
+    bpy.ops.hybrid_skin.add()
+    assert not smooth.show_viewport
+    smooth.name, obj.modifiers["Armature"].name = "Smooth.renamed", "Skin"
+    bpy.ops.hybrid_skin.remove()
+    assert obj.modifiers["Skin"].show_viewport and obj.modifiers["Smooth.renamed"].show_viewport
+    smooth.name, obj.modifiers["Skin"].name = "Smooth", "Armature"
+    same_as(before, what="after Remove")
+
+
+def test_clear_bake_after_renaming_the_armature_modifier(addon):
+    arm, obj = rig(keys=True, add=False)
+    before = snapshot()
+    bpy.ops.hybrid_skin.add()
+    bpy.ops.hybrid_skin.bake_deformation(frame_start=1, frame_end=12, frame_step=6)
+    obj.modifiers["Armature"].name = "Renamed"
+    bpy.ops.hybrid_skin.remove()
+    mod = obj.modifiers["Renamed"]
+    assert mod.show_viewport and mod.show_render
+    mod.name = "Armature"
+    same_as(before, what="after Remove of a bake")
+
+
+def test_add_refuses_a_shared_mesh(addon):
+    arm, obj = rig(add=False)
+    twin = bpy.data.objects.new("Twin", obj.data)
+    bpy.context.scene.collection.objects.link(twin)
+    activate(obj)
+    before = snapshot()
+    refused(bpy.ops.hybrid_skin.add, "shares its mesh 'Cylinder' with ['Twin']")
+    same_as(before, what="after a refused Add")
+    assert not obj.hybrid_skin.enabled
+
+
+def _library_with_hybrid_skin(tmp_path):
+    arm, obj = rig(add=True)
+    collection = bpy.data.collections.new("Character")
+    bpy.context.scene.collection.children.link(collection)
+    for o in (arm, obj):
+        collection.objects.link(o)
+        bpy.context.scene.collection.objects.unlink(o)
+    path = tmp_path / "library.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return path
+
+
+def _override(path):
+    with bpy.data.libraries.load(str(path), link=True) as (src, dst):
+        dst.collections = ["Character"]
+    linked = dst.collections[0]
+    instance = bpy.data.objects.new("Character", None)
+    instance.instance_type, instance.instance_collection = "COLLECTION", linked
+    bpy.context.scene.collection.objects.link(instance)
+    override = linked.override_hierarchy_create(bpy.context.scene, bpy.context.view_layer, reference=instance)
+    return next(o for o in override.all_objects if o.type == "MESH")
+
+
+def test_a_library_override_is_not_changed_on_load_and_remove_works(addon, tmp_path):
+    """Lost data 4: an override of an object that had Hybrid Skin in its library was changed on load
+    (modifier hidden, display Bounds) and Remove then refused ("linked from a library")."""
+    library = _library_with_hybrid_skin(tmp_path)
+    obj = _override(library)
+    assert obj.override_library is not None and obj.hybrid_skin.enabled
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "shot.blend"))  # load_post re-arms local objects
+    obj = next(o for o in bpy.data.objects if o.type == "MESH" and o.override_library is not None)
+    assert obj.display_type == "TEXTURED" and obj.modifiers["Armature"].show_viewport
+    assert not obj.hybrid_skin.saved_state
+    viewport = importlib.import_module(addon.__name__ + ".skin.viewport")
+    assert not viewport.shows_on_gpu(obj, bpy.context.view_layer)  # Blender draws it: not a second time
+    before = snapshot()
+    activate(obj)
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert not obj.hybrid_skin.enabled
+    same_as(before, what="after Remove on an override")
+
+
+def test_remove_on_an_override_armed_by_an_earlier_version_restores_it(addon, tmp_path):
+    """Files saved before overrides were left alone: the override's display was applied (modifier
+    hidden, Bounds). Remove puts the override's own values back."""
+    import json
+
+    library = _library_with_hybrid_skin(tmp_path)
+    obj = _override(library)
+    mod = obj.modifiers["Armature"]
+    before = snapshot()
+    obj.hybrid_skin.saved_state = json.dumps({
+        "armature_modifier": "Armature", "display_type": obj.display_type,
+        "active_group": obj.vertex_groups.active_index,
+        "show_viewport": {"Armature": True},
+    })
+    mod.show_viewport, obj.display_type = False, "BOUNDS"
+    activate(obj)
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert mod.show_viewport and obj.display_type == "TEXTURED" and not obj.hybrid_skin.enabled
+    same_as(before, what="after Remove on an override")
