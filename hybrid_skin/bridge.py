@@ -38,7 +38,7 @@ __all__ = [
     "rest_geometry",
     "segment_matrices",
     "set_image_pixels",
-    "set_point_attribute",
+    "set_attribute",
     "set_pose_channels",
     "set_shape_key_points",
     "set_uv_map",
@@ -250,19 +250,6 @@ def corner_normals(mesh: bpy.types.Mesh) -> np.ndarray:
     return _flat(mesh.corner_normals, "vector", len(mesh.loops), 3)
 
 
-def set_corner_attribute(
-    mesh: bpy.types.Mesh, name: str, data_type: str, field: str, values: np.ndarray
-) -> None:
-    """Write a per-face-corner attribute, (re)created when it is missing or of another type or domain."""
-    attr = mesh.attributes.get(name)
-    if attr is not None and (attr.data_type != data_type or attr.domain != "CORNER"):
-        mesh.attributes.remove(attr)
-        attr = None
-    if attr is None:
-        mesh.attributes.new(name, data_type, "CORNER")
-    mesh.attributes[name].data.foreach_set(field, np.ascontiguousarray(values).ravel())
-
-
 def triangle_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(T, 3)`` int32 vertex indices of the mesh's triangulation."""
     mesh.calc_loop_triangles()
@@ -286,16 +273,17 @@ def point_attribute(mesh: bpy.types.Mesh, name: str, field: str, width: int, dty
     return _flat(mesh.attributes[name].data, field, n, width, dtype=dtype).reshape(n, width)
 
 
-def set_point_attribute(
-    mesh: bpy.types.Mesh, name: str, data_type: str, field: str, values: np.ndarray
+def set_attribute(
+    mesh: bpy.types.Mesh, name: str, data_type: str, domain: str, field: str, values: np.ndarray
 ) -> None:
-    """Write a per-vertex attribute, (re)created when it is missing or of another type or domain."""
+    """Write an attribute on ``domain`` (``"POINT"``, ``"CORNER"``), (re)created when it is missing or of
+    another type or domain."""
     attr = mesh.attributes.get(name)
-    if attr is not None and (attr.data_type != data_type or attr.domain != "POINT"):
+    if attr is not None and (attr.data_type != data_type or attr.domain != domain):
         mesh.attributes.remove(attr)
         attr = None
     if attr is None:
-        mesh.attributes.new(name, data_type, "POINT")
+        mesh.attributes.new(name, data_type, domain)
     mesh.attributes[name].data.foreach_set(field, np.ascontiguousarray(values).ravel())
 
 

@@ -196,16 +196,16 @@ def write_mesh_data(
     mesh = part.obj.data
     if texture.kind is not Kind.VERTEX:
         indices = part.bone_indices.astype(np.float32)
-        bridge.set_point_attribute(mesh, BONE_ATTRIBUTES["bone_indices"], "FLOAT_COLOR", "color", indices)
-        bridge.set_point_attribute(
-            mesh, BONE_ATTRIBUTES["bone_weights"], "FLOAT_COLOR", "color", part.bone_weights
+        bridge.set_attribute(mesh, BONE_ATTRIBUTES["bone_indices"], "FLOAT_COLOR", "POINT", "color", indices)
+        bridge.set_attribute(
+            mesh, BONE_ATTRIBUTES["bone_weights"], "FLOAT_COLOR", "POINT", "color", part.bone_weights
         )
         return
     items = np.arange(part.start, part.stop, dtype=np.int32)
-    bridge.set_point_attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "value", items)
+    bridge.set_attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "POINT", "value", items)
     if corner_items is None:
         corner_items = part.start + bridge.corner_vertices(mesh)
-    bridge.set_corner_attribute(mesh, VERTEX_ATTRIBUTES["corner_index"], "INT", "value", corner_items)
+    bridge.set_attribute(mesh, VERTEX_ATTRIBUTES["corner_index"], "INT", "CORNER", "value", corner_items)
     name = VERTEX_ATTRIBUTES["texel_uv"]
     uv = texture.layout.item_uv()[corner_items]
     if not bridge.set_uv_map(mesh, name, uv):
