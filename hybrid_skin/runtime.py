@@ -50,19 +50,20 @@ class Runtime:
     crowd_handles: list[Any] = field(default_factory=list)
     #: ``(kind, variant)`` → compiled shader (:mod:`.draw.shaders`), built on first use.
     shaders: dict[tuple[str, str], Program] = field(default_factory=dict)
-    #: ``(object name, message)`` already printed by a callback: each problem once, not per redraw.
-    reported: set[tuple[str, str]] = field(default_factory=set)
+    #: ``(object session_uid, message)`` already printed by a callback: each problem once per object, not
+    #: per redraw (an object of the same name, e.g. linked again, is another object and is told again).
+    reported: set[tuple[int, str]] = field(default_factory=set)
 
     def bump(self) -> None:
         """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""
         self.generation += 1
 
-    def report_once(self, name: str, error: Exception) -> None:
+    def report_once(self, obj, error: Exception) -> None:
         """Print a problem found by a callback (draw, property update, handler), once per object and text.
 
         Callbacks cannot show an operator report, and raising in them prints a traceback on every redraw.
         """
-        key = (name, str(error))
+        key = (obj.session_uid, str(error))
         if key not in self.reported:
             self.reported.add(key)
             print(f"Hybrid Skin: {error}")

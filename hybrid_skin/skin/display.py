@@ -125,7 +125,7 @@ def apply(obj: bpy.types.Object) -> None:
     stack = list(obj.modifiers)
     gpu = settings.display == "GPU" and gpu_refusal(obj) is None
     if not gpu and settings.display == "GPU":
-        runtime.get().report_once(obj.name, HybridSkinError(gpu_refusal(obj)))
+        runtime.get().report_once(obj, HybridSkinError(gpu_refusal(obj)))
     if gpu:
         tail = stack[stack.index(mod) :]
         saved["show_viewport"] = [[*bridge.modifier_ref(m), m.show_viewport] for m in tail]
@@ -180,7 +180,7 @@ def refresh_factor_group(obj: bpy.types.Object) -> None:
     try:
         write_factor_group(obj)
     except HybridSkinError as err:
-        runtime.get().report_once(obj.name, err)
+        runtime.get().report_once(obj, err)
 
 
 def settings_changed(obj: bpy.types.Object) -> None:

@@ -39,6 +39,7 @@ def restore_all() -> None:
 def on_load_post(*_args) -> None:
     bind.forget_all()
     viewport.forget()
+    runtime.get().reported.clear()  # another file: its problems are said again
     reapply_all()
 
 

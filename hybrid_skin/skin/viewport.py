@@ -87,7 +87,7 @@ def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=N
         # Evaluated): drawing it would draw it twice.
         reason = display.gpu_refusal(obj)
         if reason is not None:
-            runtime.get().report_once(obj.name, HybridSkinError(reason))
+            runtime.get().report_once(obj, HybridSkinError(reason))
         return False
     return obj.visible_get(view_layer=view_layer, viewport=space)
 
@@ -172,10 +172,10 @@ def draw_objects(
         try:
             skin = draw_object(obj, depsgraph, view_projection, view_layer, space)
         except HybridSkinError as err:
-            state.report_once(obj.name, err)
+            state.report_once(obj, err)
         except Exception as err:  # noqa: BLE001 - isolate per object; printed once, never per redraw
             problem = f"cannot draw '{obj.name}': {type(err).__name__}: {err}"
-            state.report_once(obj.name, HybridSkinError(problem))
+            state.report_once(obj, HybridSkinError(problem))
         else:
             if skin is not None:
                 drawn.append(skin)
