@@ -75,15 +75,15 @@ def main() -> int:
         if n in BIND_SIZES:
             add([glue_figures.bind(obj, entries, BIND_SIZES[n])])
         add(core_figures.p1(n, arm, obj))
-    add([core_figures.api_end_to_end()])
-    with glue_figures.registered():
+    with glue_figures.registered():  # the API, bakes and GPU display use the add-on's runtime, as a user's
+        add([core_figures.api_end_to_end()])
         add([glue_figures.shape_key_bake()])
         add(glue_figures.texture_bake())
-    if header["renderer"].startswith("unavailable"):
-        print("GPU figures skipped: no OpenGL")
-    else:
-        add(gpu_figures.gpu_display())
-        add(gpu_figures.gpu_draw())
+        if header["renderer"].startswith("unavailable"):
+            print("GPU figures skipped: no OpenGL")
+        else:
+            add(gpu_figures.gpu_display())
+            add(gpu_figures.gpu_draw())
     scene.clear_scene()
     try:
         header["load_end"] = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())

@@ -66,7 +66,8 @@ def make_chain_armature(
 def make_grid_cylinder(
     name: str, vertices: int, height: float, radius: float = 0.5, into: bpy.types.Collection | None = None
 ) -> bpy.types.Object:
-    """Open cylinder of about ``vertices`` vertices (rings × columns quads), built with foreach_set."""
+    """Open cylinder of about ``vertices`` vertices (rings × columns quads), built with foreach_set, shaded
+    smooth as a character's skin is (flat faces would give VERTEX texture bakes an item per face corner)."""
     cols = max(8, int(round(math.sqrt(vertices / 4))))
     rows = max(2, vertices // cols)
     n = rows * cols
@@ -85,6 +86,7 @@ def make_grid_cylinder(
     me.polygons.add(len(quads))
     me.polygons.foreach_set("loop_start", np.arange(0, quads.size, 4, dtype=np.int32))
     me.update()
+    me.shade_smooth()
     obj = bpy.data.objects.new(name, me)
     (into or bpy.context.scene.collection).objects.link(obj)
     return obj
