@@ -74,7 +74,7 @@ from .files import (
     write_files,
     write_mesh_data,
 )
-from .options import AUTO_STEPS, MIN_FRAME_STEP, PHASES, BakeOptions, BakeResult
+from .options import AUTO_STEPS, MIN_FRAME_STEP, PHASES, BakeOptions, BakeResult, option_enum
 from .scene import (
     AnimationState,
     clip_for,
@@ -99,7 +99,7 @@ class TextureBake:
         action_names: Sequence[str] | None = None,
     ):
         self.scene, self.options = context.scene, options
-        self.kind, self.precision = _enum(Kind, options.kind), _enum(Precision, options.precision)
+        self.kind, self.precision = option_enum(Kind, options.kind), option_enum(Precision, options.precision)
         self.armature, meshes = find_target(obj, self.scene)
         self.target = obj
         self.actions = resolve_actions(self.armature, action_names)
@@ -481,15 +481,6 @@ class TextureBake:
         if self.target is not None:
             store_summary(self.target, result)
         return result
-
-
-def _enum(cls, value):
-    try:
-        return cls(getattr(value, "value", value))
-    except ValueError as err:
-        raise HybridSkinError(
-            f"Unknown {cls.__name__.lower()} '{value}': use one of {[m.value for m in cls]}"
-        ) from err
 
 
 def bake(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.animtex import AnimationTexture, Kind, Precision
+from ..errors import HybridSkinError
 from .files import PNG_COMPRESSION
 
-__all__ = ["AUTO_STEPS", "MIN_FRAME_STEP", "PHASES", "BakeOptions", "BakeResult"]
+__all__ = ["AUTO_STEPS", "MIN_FRAME_STEP", "PHASES", "BakeOptions", "BakeResult", "option_enum"]
 
 #: Frame steps the tolerance search tries (scene frames between stored samples). The sub-frame steps
 #: store fast actions (a punch, a blink) finer than the scene's frame rate; each step is sampled only
@@ -61,3 +62,13 @@ class BakeResult:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
     gltf_path: str = ""  # the meshes as glTF (``BakeOptions.export_gltf``)
+
+
+def option_enum(cls, value):
+    """``value`` (a member or its string) as a member of the enum ``cls``; else one clear sentence."""
+    try:
+        return cls(getattr(value, "value", value))
+    except ValueError as err:
+        raise HybridSkinError(
+            f"Unknown {cls.__name__.lower()} '{value}': use one of {[m.value for m in cls]}"
+        ) from err
