@@ -27,7 +27,16 @@ import numpy as np
 
 from .skin_plan import Frame
 
-__all__ = ["Blended", "apply_points", "blend", "cofactor_normals", "matrices", "normalise", "positions"]
+__all__ = [
+    "Blended",
+    "apply_points",
+    "blend",
+    "cofactor_normals",
+    "matrices",
+    "normalise",
+    "positions",
+    "positions_and_ends",
+]
 
 _LBS = slice(0, 12)
 _YZX = np.array([1, 2, 0])
@@ -66,7 +75,7 @@ def _flipped_indices(idx: np.ndarray, w: np.ndarray, pair_dots: np.ndarray) -> n
     bones = pair_dots.shape[0]
     flat = pair_dots.ravel()
     index = np.ascontiguousarray(idx.T)  # influence-major: every step below runs on contiguous rows
-    signed = np.ascontiguousarray(w.T)
+    signed = w.T.copy()  # always a copy: for one vertex ``w.T`` is already contiguous (the binding's own)
     rows = index * bones
     out = index.copy()
     for k in range(1, len(index)):
@@ -143,12 +152,14 @@ def blend(
     infl: np.ndarray | None,
     frame: Frame,
     f: float | np.ndarray,
+    both: bool = False,
 ) -> Blended:
     """Blend one chunk: ``p`` ``(3, m)`` armature-space positions (planes; the scale pivots need them),
-    ``idx``, ``w``: ``(m, K)``, ``infl``: ``(m,)`` or ``None`` when all are 1, ``f``: a float or ``(m,)``."""
+    ``idx``, ``w``: ``(m, K)``, ``infl``: ``(m,)`` or ``None`` when all are 1, ``f``: a float or ``(m,)``.
+    ``both``: blend LBS and DQS whatever ``f`` (a frame prepared with ``both``)."""
     scalar = isinstance(f, float)
-    lbs = not (scalar and f >= 1.0)
-    dqs = not (scalar and f <= 0.0)
+    lbs = both or not (scalar and f >= 1.0)
+    dqs = both or not (scalar and f <= 0.0)
     hit, wide = None, False
     if dqs and frame.scaled is not None:
         hit = np.any(frame.scaled[idx], axis=1)
@@ -196,6 +207,29 @@ def positions(b: Blended, p: np.ndarray) -> np.ndarray:
         out *= b.infl
         out += p
     return out
+
+
+def positions_and_ends(b: Blended, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``M·p`` and its two terms, the pure LBS ``T·p`` and pure DQS ``Q·p`` (deform factors 0 and 1),
+    for a chunk blended with ``both`` (no factor folded into the tables); influence applied to each."""
+    lbs = apply_points(b.lin, b.move, p)
+    rw, v, tw, tv = b.real[0], b.real[1:], b.dual[0], b.dual[1:]
+    e = _cross(v, p)
+    e += rw * p
+    e += tv
+    dqs = _cross(v, e)
+    dqs += rw * tv
+    dqs -= tw * v
+    dqs *= np.divide(2.0, b.norm_sq, out=np.zeros_like(b.norm_sq), where=b.norm_sq > 0)
+    dqs += p
+    out = lbs * b.keep
+    out += dqs * b.f
+    if b.infl is not None:
+        for term in (out, lbs, dqs):
+            term -= p
+            term *= b.infl
+            term += p
+    return out, lbs, dqs
 
 
 def matrices(b: Blended) -> tuple[np.ndarray, np.ndarray]:

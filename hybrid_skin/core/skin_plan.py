@@ -184,9 +184,12 @@ def prepare(
     pivot: np.ndarray | None,
     plan: BindingPlan,
     factor: float | np.ndarray,
+    both: bool = False,
 ) -> Frame:
+    """The frame's tables for ``factor``; ``both``: LBS and DQS rows unweighted whatever the factor (the
+    kernel then needs both terms apart, see :func:`.skin_kernel.positions_and_ends`)."""
     b = matrices.shape[0]
-    scalar = isinstance(factor, float)
+    scalar = isinstance(factor, float) and not both
     tables = {"lbs": np.ascontiguousarray(matrices, dtype=np.float32).reshape(b, 12)}
     if scalar and factor <= 0.0:  # LBS only: no dual quaternions at all
         return Frame(tables, None, None, None, None)

@@ -42,6 +42,7 @@ __all__ = [
     "shutdown",
     "skin",
     "skin_matrices",
+    "skin_with_ends",
 ]
 
 #: Most vertices per chunk: a chunk's planes stay in the CPU's L2 cache.
@@ -193,9 +194,12 @@ def _affine(matrix: np.ndarray, planes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _frame(binding: SkinBinding, palette: BonePalette, factor: float | np.ndarray) -> skin_plan.Frame:
+def _frame(
+    binding: SkinBinding, palette: BonePalette, factor: float | np.ndarray, both: bool = False
+) -> skin_plan.Frame:
     plan = binding.kernel_plan
-    return skin_plan.prepare(palette.matrices, palette.real, palette.dual, palette.pivot, plan, factor)
+    m, real, dual, pivot = palette.matrices, palette.real, palette.dual, palette.pivot
+    return skin_plan.prepare(m, real, dual, pivot, plan, factor, both=both)
 
 
 def skin_matrices(
@@ -239,6 +243,30 @@ def skin(
     (Blender's premat); results are returned in the mesh's local space. ``deform_factor`` is a scalar
     or ``(N,)`` array in [0, 1]. Output is float32.
     """
+    moved, turned, _ = _skin(positions, binding, palette, deform_factor, normals, target_to_armature, False)
+    return moved, turned
+
+
+def skin_with_ends(
+    positions: np.ndarray,
+    binding: SkinBinding,
+    palette: BonePalette,
+    deform_factor: float | np.ndarray,
+    normals: np.ndarray | None = None,
+    target_to_armature: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`skin`, and the positions at deform factors 0 and 1 ``(2, N, 3)`` from the same blend.
+
+    Positions are affine in the factor: ``M·v = (1 − f)·T·v + f·Q·v``, so the pure LBS and pure DQS
+    positions are the two terms a hybrid skin computes anyway (one gather and blend instead of three
+    skins). They equal :func:`skin` at 0 and 1, and the positions returned here equal :func:`skin` at
+    ``deform_factor``, to float32 rounding (the terms are mixed per vertex rather than folding ``1 − f``
+    into the bone table).
+    """
+    return _skin(positions, binding, palette, deform_factor, normals, target_to_armature, True)
+
+
+def _skin(positions, binding, palette, deform_factor, normals, target_to_armature, ends: bool):
     p = np.ascontiguousarray(positions, dtype=np.float32)
     n = p.shape[0]
     if p.shape != (n, 3) or binding.vertex_count != n:
@@ -259,16 +287,26 @@ def skin(
 
     out_p = np.empty((n, 3), dtype=np.float32)
     out_n = None if nrm is None else np.empty((n, 3), dtype=np.float32)
-    frame = _frame(binding, palette, f)
+    out_ends = np.empty((2, n, 3), dtype=np.float32) if ends else None
+    frame = _frame(binding, palette, f, both=ends)
     full = binding.kernel_plan.full_influence
+
+    def back(planes: np.ndarray) -> np.ndarray:
+        return (planes if post is None else _affine(post, planes)).T
 
     def job(s: int, e: int) -> None:
         fc = f if isinstance(f, float) else f[s:e]
         infl = None if full else binding.influence[s:e]
         planes = np.ascontiguousarray(p[s:e].T) if pre is None else _affine(pre, p[s:e].T)
-        blended = skin_kernel.blend(planes, binding.bone_indices[s:e], binding.weights[s:e], infl, frame, fc)
-        moved = skin_kernel.positions(blended, planes)
-        out_p[s:e] = (moved if post is None else _affine(post, moved)).T
+        blended = skin_kernel.blend(
+            planes, binding.bone_indices[s:e], binding.weights[s:e], infl, frame, fc, both=ends
+        )
+        if ends:
+            moved, lbs, dqs = skin_kernel.positions_and_ends(blended, planes)
+            out_ends[0, s:e], out_ends[1, s:e] = back(lbs), back(dqs)
+        else:
+            moved = skin_kernel.positions(blended, planes)
+        out_p[s:e] = back(moved)
         if out_n is not None:
             rest = np.ascontiguousarray(nrm[s:e].T) if cof_pre is None else _affine(cof_pre, nrm[s:e].T)
             turned = skin_kernel.cofactor_normals(skin_kernel.matrices(blended)[0], rest)
@@ -277,4 +315,4 @@ def skin(
             out_n[s:e] = skin_kernel.normalise(turned).T
 
     _map_chunks(job, n)
-    return out_p, out_n
+    return out_p, out_n, out_ends

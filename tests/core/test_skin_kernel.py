@@ -22,6 +22,7 @@ from hybrid_skin.core.skinning import (
     chunk_bounds,
     skin,
     skin_matrices,
+    skin_with_ends,
 )
 
 
@@ -116,6 +117,33 @@ def test_kernel_equals_the_float64_reference(n, factor):
     scale = np.abs(ref_p).max(initial=1.0)
     np.testing.assert_allclose(got_p, ref_p, atol=2e-6 * scale, rtol=0)  # measured 2.4e-7 × scale
     np.testing.assert_allclose(got_n, ref_n, atol=2e-5, rtol=0)  # measured 2.3e-6
+
+
+@pytest.mark.parametrize("n", [1, 5000, 40_000])
+@pytest.mark.parametrize("factor", [0.0, 0.4, 1.0, "per-vertex"])
+def test_one_blend_gives_the_positions_at_factors_0_and_1(n, factor):
+    """``skin_with_ends``: the float64 reference at the factor and at 0 and 1, and bit for bit what
+    :func:`skin` gives at 0 and 1 (flipped signs, scale pivots, partial influence, object transform)."""
+    pos, nrm, binding, pal = random_rig(n, seed=n + 3)
+    rng = np.random.default_rng(2)
+    f = rng.random(n).astype(np.float32) if factor == "per-vertex" else factor
+    t2a = np.eye(4)
+    t2a[:3, :3] = random_rotation(rng, 1, 2.0)[0] * np.array([0.9, 1.3, 1.0])
+    t2a[:3, 3] = (-0.5, 1.0, 0.25)
+    got_p, got_n, ends = skin_with_ends(pos, binding, pal, f, nrm, t2a)
+    assert ends.shape == (2, n, 3)
+    ref_p, ref_n = reference_skin(pos, binding, pal, f, nrm, t2a)
+    scale = np.abs(ref_p).max(initial=1.0)
+    np.testing.assert_allclose(got_p, ref_p, atol=2e-6 * scale, rtol=0)
+    np.testing.assert_allclose(got_n, ref_n, atol=2e-5, rtol=0)
+    for end, value in zip(ends, (0.0, 1.0)):
+        np.testing.assert_array_equal(end, skin(pos, binding, pal, value, None, t2a)[0])
+        np.testing.assert_allclose(
+            end, reference_skin(pos, binding, pal, value, nrm, t2a)[0], atol=2e-6 * scale
+        )
+    # positions are affine in the factor: the ends mix back to the positions at f
+    fv = np.broadcast_to(np.asarray(f, np.float64), (n,))[:, None]
+    np.testing.assert_allclose((1 - fv) * ends[0] + fv * ends[1], got_p, atol=2e-6 * scale, rtol=0)
 
 
 def test_the_rigs_really_flip_and_scale():
@@ -235,3 +263,15 @@ def test_huge_palettes_take_the_running_sum_loop(monkeypatch):
     np.testing.assert_allclose(looped[0], ref_p, atol=2e-6 * np.abs(ref_p).max(), rtol=0)
     np.testing.assert_allclose(looped[1], ref_n, atol=2e-5, rtol=0)
     np.testing.assert_allclose(looped[0], with_table[0], atol=1e-6 * np.abs(ref_p).max(), rtol=0)
+
+
+def test_skinning_never_writes_into_the_binding():
+    """A one-vertex chunk's weights transposed are already contiguous: the sign rule must work on a copy
+    (it once negated the binding's own weights, so the next frame skinned with wrong ones)."""
+    pos, nrm, binding, pal = random_rig(1, seed=4)
+    assert skinning._frame(binding, pal, 0.4).pair_dots is not None  # the sign rule runs
+    weights = binding.weights.copy()
+    first = skin(pos, binding, pal, 0.4, nrm)
+    np.testing.assert_array_equal(binding.weights, weights)
+    second = skin(pos, binding, pal, 0.4, nrm)
+    np.testing.assert_array_equal(first[0], second[0])
