@@ -53,7 +53,6 @@ from ..core.animtex import (
     verify,
 )
 from ..core.animtex.samples import (
-    EXTREME_FACTORS,
     FrameSample,
     Samples,
     clip_frames,
@@ -214,11 +213,13 @@ class TextureBake:
             for part, pose in zip(self.parts, posed):
                 wanted = self._factor(part.obj, pose.bind, self.bone_factor if bones else None)
                 factors.append(wanted.values(pose))
-                p, n = pose.skin(factors[-1], normals=True)
+                if bones:  # the report's worst over every runtime factor: also at factors 0 and 1
+                    p, n, ends = pose.skin_with_ends(factors[-1])
+                    extremes.append(ends)
+                else:
+                    p, n = pose.skin(factors[-1], normals=True)
                 positions.append(p)
                 normals.append(n)
-                if bones:  # the report's worst over every runtime factor (EXTREME_FACTORS)
-                    extremes.append(np.stack([pose.skin(f)[0] for f in EXTREME_FACTORS]))
             if not bones:  # the texture's items: vertices, then further corner normal groups
                 item_positions, item_normals = self.items.frame(posed, factors, positions, normals)
         with self._phase(phase):

@@ -21,7 +21,7 @@ import numpy as np
 from .. import bridge, runtime
 from ..core import autofactor
 from ..core import binding as core_binding
-from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin
+from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin, skin_with_ends
 from ..errors import HybridSkinError
 
 __all__ = [
@@ -232,6 +232,14 @@ class PosedBind:
         b = self.bind
         rest_normals = b.rest_normals if normals else None
         return skin(b.rest_positions, b.binding, self.palette, factors, rest_normals, self.target_to_armature)
+
+    def skin_with_ends(self, factors: float | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions and unit normals at ``factors``, and the positions at deform factors 0 and 1
+        ``(2, N, 3)``, from one blend (:func:`..core.skinning.skin_with_ends`)."""
+        b = self.bind
+        return skin_with_ends(
+            b.rest_positions, b.binding, self.palette, factors, b.rest_normals, self.target_to_armature
+        )
 
 
 def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..skinning import SkinBinding, skin
+from ..skinning import SkinBinding, skin, skin_with_ends
 from .decode import (
     bone_frame_palette,
     decode_bone_frames,
@@ -39,7 +39,6 @@ __all__ = [
     "bake_report",
     "decode",
     "encoding_bound",
-    "factor_extremes",
     "scene_diagonal",
 ]
 
@@ -104,7 +103,7 @@ def decode(
         return decode_vertex_frames(texture, _vertex_rest(parts, rest_items), clip, samples)
     bindings = [_report_binding(p) for p in parts]
     skinned = list(_skinned(texture, parts, bindings, clip, samples, bone_factor))
-    return np.stack([p for p, _ in skinned]), np.stack([n for _, n in skinned])
+    return np.stack([p for p, _, _ in skinned]), np.stack([n for _, n, _ in skinned])
 
 
 def _skinned(
@@ -114,17 +113,28 @@ def _skinned(
     clip: int,
     samples: np.ndarray,
     bone_factor: float,
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    ends: bool = False,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """Positions and normals ``(N, 3)`` of all parts at each of ``samples`` of a bone texture (one
-    part: :func:`..skinning.skin`'s own float32 arrays, not copied)."""
+    part: :func:`..skinning.skin`'s own float32 arrays, not copied); ``ends``: also the positions at
+    :data:`.samples.EXTREME_FACTORS` ``(2, N, 3)`` from the same blend (else ``None``)."""
     frames = decode_bone_frames(texture, clip, samples)
     for s in range(len(samples)):
         palette = bone_frame_palette(frames, s)
-        got = [skin(p.base, b, palette, bone_factor, p.normals) for p, b in zip(parts, bindings)]
+        if ends:
+            got = [
+                skin_with_ends(p.base, b, palette, bone_factor, p.normals) for p, b in zip(parts, bindings)
+            ]
+        else:
+            got = [(*skin(p.base, b, palette, bone_factor, p.normals), None) for p, b in zip(parts, bindings)]
         if len(got) == 1:
             yield got[0]
         else:
-            yield np.concatenate([p for p, _ in got]), np.concatenate([n for _, n in got])
+            yield (
+                np.concatenate([p for p, _, _ in got]),
+                np.concatenate([n for _, n, _ in got]),
+                np.concatenate([e for _, _, e in got], axis=1) if ends else None,
+            )
 
 
 def encoding_bound(texture: AnimationTexture, parts: list[BakedPart], sampled: Samples) -> float:
@@ -168,9 +178,9 @@ def _vertex_rest(parts: list[BakedPart], rest_items: np.ndarray | None) -> np.nd
 
 def _vertex_samples(
     texture: AnimationTexture, parts: list[BakedPart], clip: int, rest_items: np.ndarray | None = None
-) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
-    """``(name, index, positions, normals)`` of a ``VERTEX`` texture at every stored frame and every
-    halfway sample, interleaved so that each frame band is decoded once (the values :func:`decode`
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, None]]:
+    """``(name, index, positions, normals, None)`` of a ``VERTEX`` texture at every stored frame and
+    every halfway sample, interleaved so that each frame band is decoded once (the values :func:`decode`
     gives)."""
     c = texture.clips[clip]
     base = _vertex_rest(parts, rest_items)
@@ -178,14 +188,14 @@ def _vertex_samples(
     for kind, j, positions, normals in stream_vertex_frames(
         texture, base, clip, mid_samples(c.frame_count, c.loop)
     ):
-        yield names[kind], j, positions, normals
+        yield names[kind], j, positions, normals, None
 
 
 def _bone_samples(
-    texture: AnimationTexture, parts: list[BakedPart], clip: int, bone_factor: float
-) -> Iterator[tuple[str, int, np.ndarray, np.ndarray]]:
-    """``(name, index, positions, normals)`` of a bone texture at every stored frame, then every
-    halfway sample, a few palettes decoded at a time."""
+    texture: AnimationTexture, parts: list[BakedPart], clip: int, bone_factor: float, ends: bool
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, np.ndarray | None]]:
+    """``(name, index, positions, normals, ends)`` of a bone texture at every stored frame, then every
+    halfway sample, a few palettes decoded at a time (``ends``: see :func:`_skinned`)."""
     c = texture.clips[clip]
     step = max(1, DECODE_CHUNK // sum(len(p.base) for p in parts))
     bindings = [_report_binding(p) for p in parts]
@@ -195,31 +205,18 @@ def _bone_samples(
     ):
         for at in range(0, len(samples), step):
             chunk = samples[at : at + step]
-            for j, (positions, normals) in enumerate(
-                _skinned(texture, parts, bindings, clip, chunk, bone_factor)
-            ):
-                yield name, at + j, positions, normals
+            for j, skinned in enumerate(_skinned(texture, parts, bindings, clip, chunk, bone_factor, ends)):
+                yield (name, at + j, *skinned)
 
 
-def factor_extremes(
-    texture: AnimationTexture, parts: list[BakedPart], sampled: Samples, diagonal: float
-) -> list[dict]:
-    """Bone kinds: the error over every stored and halfway sample at each of :data:`EXTREME_FACTORS`
-    (decoded and true positions skinned at that factor), ``[{"deform_factor", "frames", "mid_frames",
-    "overall"}]``."""
+def _extreme_stats(errors: list[dict[str, ErrorAccumulator]], diagonal: float) -> list[dict]:
+    """Bone kinds' ``by_deform_factor``: the error over every stored and halfway sample at each of
+    :data:`EXTREME_FACTORS` (decoded and true positions at that factor), ``[{"deform_factor",
+    "frames", "mid_frames", "overall"}]``."""
     out = []
-    for index, f in enumerate(EXTREME_FACTORS):
-        errors = {name: ErrorAccumulator(keep_batches=True) for name in ("frames", "mid_frames")}
-        for ci, clip in enumerate(texture.clips):
-            frames = dict(zip(("frames", "mid_frames"), clip_frames(clip)))
-            for name, j, got_p, _ in _bone_samples(texture, parts, ci, f):
-                truth = sampled[(ci, frame_key(frames[name][j]))]
-                for i, p in enumerate(parts):
-                    part = slice(p.start, p.stop)
-                    linear = truth.world[i, :3, :3]
-                    errors[name].add(position_errors(truth.extremes[index][part], got_p[part], linear))
-        stats = {name: e.stats(diagonal) if e.count else None for name, e in errors.items()}
-        overall = ErrorAccumulator.chain(errors["frames"], errors["mid_frames"]).stats(diagonal)
+    for f, acc in zip(EXTREME_FACTORS, errors):
+        stats = {name: e.stats(diagonal) if e.count else None for name, e in acc.items()}
+        overall = ErrorAccumulator.chain(acc["frames"], acc["mid_frames"]).stats(diagonal)
         out.append({"deform_factor": f, **stats, "overall": overall})
     return out
 
@@ -237,22 +234,35 @@ def bake_report(
 
     Samples may come in any order (``VERTEX`` interleaves stored and halfway ones); each accumulator
     still adds its batches in frame order, stored frames before halfway ones, so the sums are the same.
+    Bone kinds whose samples carry the truth at :data:`EXTREME_FACTORS` are also measured there
+    (``by_deform_factor``): positions are affine in the factor, so each decoded sample is skinned once
+    and its two terms are the playback at factors 0 and 1.
     """
+    bones = texture.kind is not Kind.VERTEX
+    ends = bones and all(s.extremes is not None for s in sampled.values())
+    extreme = [
+        {name: ErrorAccumulator(keep_batches=True) for name in ("frames", "mid_frames")}
+        for _ in EXTREME_FACTORS
+    ]
     clips = []
     for ci, clip in enumerate(texture.clips):
         frames = dict(zip(("frames", "mid_frames"), clip_frames(clip)))
         errors = {name: ErrorAccumulator() for name in frames}
         angles = {name: ErrorAccumulator(keep_batches=True) for name in frames}
-        if texture.kind is Kind.VERTEX:
-            decoded = _vertex_samples(texture, parts, ci, rest_items)
+        if bones:
+            decoded = _bone_samples(texture, parts, ci, bone_factor, ends)
         else:
-            decoded = _bone_samples(texture, parts, ci, bone_factor)
-        for name, j, got_p, got_n in decoded:
+            decoded = _vertex_samples(texture, parts, ci, rest_items)
+        for name, j, got_p, got_n, got_ends in decoded:
             truth = sampled[(ci, frame_key(frames[name][j]))]
             for i, p in enumerate(parts):
                 part = slice(p.start, p.stop)
                 linear = truth.world[i, :3, :3]
                 errors[name].add(position_errors(truth.positions[part], got_p[part], linear))
+                if ends:
+                    for index, acc in enumerate(extreme):
+                        true_end, got_end = truth.extremes[index][part], got_ends[index][part]
+                        acc[name].add(position_errors(true_end, got_end, linear))
             angles[name].add(normal_angles(truth.normals, got_n))
         clips.append(
             {
@@ -263,8 +273,8 @@ def bake_report(
             }
         )
     report = error_report(clips, diagonal=diagonal, encoding_bound=encoding_bound(texture, parts, sampled))
-    if texture.kind is not Kind.VERTEX and all(s.extremes is not None for s in sampled.values()):
-        report["by_deform_factor"] = factor_extremes(texture, parts, sampled, diagonal)
+    if ends:
+        report["by_deform_factor"] = _extreme_stats(extreme, diagonal)
         worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]
         report["any_deform_factor_max"] = max(s["max"] for s in worst if s is not None)
     return report
