@@ -223,9 +223,20 @@ def set_pose_channels(arm: bpy.types.Object, values: dict[str, np.ndarray]) -> N
 
 
 # ------------------------------------------------------------------------------------------- mesh
+def _stored(mesh: bpy.types.Mesh, attribute: str, field: str, fallback, attr: str, width: int, dtype):
+    """A built-in attribute read as one copy of its array (``position``, ``.corner_vert``): 50-500x faster
+    than the same values through ``MeshVertex.co`` / ``MeshLoop.vertex_index``, which go element by
+    element. ``fallback`` (that per-element collection) where the attribute is absent."""
+    count = len(fallback)
+    data = mesh.attributes.get(attribute)
+    if data is None or len(data.data) != count:
+        return _flat(fallback, attr, count, width, dtype)
+    return _flat(data.data, field, count, width, dtype)
+
+
 def vertex_positions(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(N, 3)`` float32 vertex coordinates (mesh local space)."""
-    return _flat(mesh.vertices, "co", len(mesh.vertices), 3)
+    return _stored(mesh, "position", "vector", mesh.vertices, "co", 3, np.float32)
 
 
 def vertex_normals(mesh: bpy.types.Mesh) -> np.ndarray:
@@ -241,7 +252,7 @@ def evaluated_positions(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | 
 
 def corner_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(C,)`` int32 vertex index of every face corner (loop)."""
-    return _flat(mesh.loops, "vertex_index", len(mesh.loops), 1, dtype=np.int32)
+    return _stored(mesh, ".corner_vert", "value", mesh.loops, "vertex_index", 1, np.int32)
 
 
 def corner_normals(mesh: bpy.types.Mesh) -> np.ndarray:
