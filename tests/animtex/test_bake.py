@@ -454,7 +454,7 @@ def test_failed_write_is_atomic(addon, animtex, robot, tmp_path, monkeypatch):
     arm, meshes = robot
     (tmp_path / "robot_vertex.png").write_bytes(b"an older bake")
     # the file on disk does not hold what was written (a full disk, a writer that changed the values)
-    monkeypatch.setattr(f"{addon.__name__}.animtex.files._file_matches", lambda path, texture: False)
+    monkeypatch.setattr(f"{addon.__name__}.animtex.files._file_matches", lambda *args: False)
     with pytest.raises(RuntimeError, match="did not read back"):
         bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), file_name="robot_vertex")
     assert os.listdir(tmp_path) == ["robot_vertex.png"]
