@@ -212,9 +212,12 @@ def build_binding(
         w_first[sel] = weight[sel] * (1.0 - blend)
         w_second[sel] = weight[sel] * blend
 
-    slot_vertex = np.repeat(vertex, 2)
-    slot_bone = np.stack([first, second], 1).ravel()
-    slot_weight = np.stack([w_first, w_second], 1).ravel()
+    if is_bbone.any():
+        slot_vertex = np.repeat(vertex, 2)
+        slot_bone = np.stack([first, second], 1).ravel()
+        slot_weight = np.stack([w_first, w_second], 1).ravel()
+    else:  # no second slot is used: the entries as they are (the same slots, in the same order)
+        slot_vertex, slot_bone, slot_weight = vertex, first, w_first
     used = slot_weight != 0.0
     slot_vertex, slot_bone, slot_weight = slot_vertex[used], slot_bone[used], slot_weight[used]
 
