@@ -183,6 +183,19 @@ def blend(
     return Blended(lin, move, keep, real, dual, norm_sq, twice, f, infl)
 
 
+def _turn(b: Blended, p: np.ndarray) -> np.ndarray:
+    """``v × e + r_w·t_v − t_w·v`` with ``e = v × p + r_w·p + t_v``: the blended dual quaternion's move
+    of ``p`` before the ``2/|r|²`` scale (``Q·p = p + 2·turn/|r|²``)."""
+    rw, v, tw, tv = b.real[0], b.real[1:], b.dual[0], b.dual[1:]
+    e = _cross(v, p)
+    e += rw * p
+    e += tv
+    out = _cross(v, e)
+    out += rw * tv
+    out -= tw * v
+    return out
+
+
 def positions(b: Blended, p: np.ndarray) -> np.ndarray:
     """``M·p`` without building ``M``: LBS ``T·p``, and the dual quaternion applied as
     ``Q·p = p + 2·(v × e + r_w·t_v − t_w·v)/|r|²`` with ``e = v × p + r_w·p + t_v``."""
@@ -192,13 +205,7 @@ def positions(b: Blended, p: np.ndarray) -> np.ndarray:
         if b.keep is not None:
             out *= b.keep
     if b.real is not None:
-        rw, v, tw, tv = b.real[0], b.real[1:], b.dual[0], b.dual[1:]
-        e = _cross(v, p)
-        e += rw * p
-        e += tv
-        q = _cross(v, e)
-        q += rw * tv
-        q -= tw * v
+        q = _turn(b, p)
         q *= b.twice
         q += p if out is None else b.f * p
         out = q if out is None else out + q
@@ -213,13 +220,7 @@ def positions_and_ends(b: Blended, p: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """``M·p`` and its two terms, the pure LBS ``T·p`` and pure DQS ``Q·p`` (deform factors 0 and 1),
     for a chunk blended with ``both`` (no factor folded into the tables); influence applied to each."""
     lbs = apply_points(b.lin, b.move, p)
-    rw, v, tw, tv = b.real[0], b.real[1:], b.dual[0], b.dual[1:]
-    e = _cross(v, p)
-    e += rw * p
-    e += tv
-    dqs = _cross(v, e)
-    dqs += rw * tv
-    dqs -= tw * v
+    dqs = _turn(b, p)
     dqs *= np.divide(2.0, b.norm_sq, out=np.zeros_like(b.norm_sq), where=b.norm_sq > 0)
     dqs += p
     out = lbs * b.keep
