@@ -28,6 +28,7 @@ from .texture import AnimationTexture
 
 __all__ = [
     "BoneFrames",
+    "UNIT_SCALE_TOLERANCE",
     "bone_frame_palette",
     "clip_index",
     "decode_bone_frames",
@@ -351,22 +352,32 @@ def skin_with_bone_frames(
     return out_p.astype(np.float32), _normalise(cof).astype(np.float32)
 
 
+#: Decoded bone scales this close to 1 are a rigid bone's 1 after float32 rounding (the encoder's
+#: least-squares scale of float32 matrices, decoded through the channel's range: 1 ± 1.2e-7 is usual).
+#: The pivot term such a scale adds moves a vertex by at most this times its distance from the pivot,
+#: within the float32 rounding of the skin itself (:func:`.verify.encoding_bound` allows 2^-20 of the
+#: coordinates for it); as 1 the bone skips the pivot path (1.6x the cost of a rigid bone's skin).
+UNIT_SCALE_TOLERANCE = 2.0 * float(np.finfo(np.float32).eps)
+
+
 def bone_frame_palette(frames: BoneFrames, sample: int) -> BonePalette:
     """One decoded sample as a :class:`..skinning.BonePalette`, so :func:`..skinning.skin` (float32,
     chunked, threaded) computes what :func:`skin_with_bone_frames` does, about 20× faster.
 
     The scale about the pivot is affine in the vertex, ``dual_k(p) = dual_k + F_k (p - c_k)`` with
     ``F_k = 0.5 (s_k - 1) [real_k * (0, ·)]`` (4x3), which is the palette's pivot form: dual part
-    ``dual_k - F_k c_k`` and pivot term ``F_k`` (``None`` when every bone has scale 1).
+    ``dual_k - F_k c_k`` and pivot term ``F_k`` (``None`` when every bone has scale 1). Scales within
+    :data:`UNIT_SCALE_TOLERANCE` of 1 count as 1.
     """
     real = frames.real[sample].astype(np.float64)
     dual = frames.dual[sample].astype(np.float64)
     scales = frames.scales[sample].astype(np.float64)
     pivot = None
-    if np.any(scales != 1.0):
+    scaled = np.abs(scales - 1.0) > UNIT_SCALE_TOLERANCE
+    if scaled.any():
         basis = np.eye(4)[1:]  # pure quaternions (0, e_i)
         fold = np.stack([quaternion_multiply(real, e) for e in basis], -1)  # (B, 4, 3): real * (0, ·)
-        fold *= 0.5 * (scales - 1.0)[:, None, None]
+        fold *= np.where(scaled, 0.5 * (scales - 1.0), 0.0)[:, None, None]
         dual = dual - np.einsum("bij,bj->bi", fold, frames.pivots.astype(np.float64))
         pivot = np.ascontiguousarray(fold, dtype=np.float32)
     f32 = np.float32

@@ -128,3 +128,32 @@ def test_bone_frame_palette_skins_like_the_shader_reference(factor: float, kind:
         got_p, got_n = skin(points, binding, bone_frame_palette(frames, s), factor, normals)
         np.testing.assert_allclose(got_p, ref_p[s], atol=2e-5)
         np.testing.assert_allclose(got_n, ref_n[s], atol=2e-5)
+
+
+def test_a_scale_rounded_off_1_is_rigid_for_the_report_and_a_real_one_is_not() -> None:
+    # Rigid bones decode with scales like 0.99999994 (float32 rounding through the channel's range);
+    # counted as 1 they skip the pivot path, at most UNIT_SCALE_TOLERANCE x the distance to the pivot
+    # away from the shader's result. A scale just beyond it still gets its pivot term.
+    from dataclasses import replace
+
+    from hybrid_skin.core.animtex.decode import UNIT_SCALE_TOLERANCE
+
+    rest, deform, heads = rig(scaled=False)
+    tex = encode_bone_dq_animation([deform], [Clip("c", 0, FRAMES - 1)], list("abcd"), bone_pivots=heads)
+    frames = decode_bone_frames(tex, 0, np.array([1.0]))
+    rounded = np.float32([1.0 - 2**-24, 1.0 + 2**-23, 1.0, 1.0])
+    off = replace(frames, scales=rounded[None])
+    assert bone_frame_palette(off, 0).pivot is None
+    points = RNG.normal(size=(VERTICES, 3)).astype(np.float32)
+    normals = RNG.normal(size=(VERTICES, 3)).astype(np.float32)
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    idx, w = influences()
+    binding = SkinBinding(idx, w, np.ones(VERTICES, np.float32))
+    ref_p, _ = skin_with_bone_frames(off, points, idx, w, 1.0, normals)
+    got_p, _ = skin(points, binding, bone_frame_palette(off, 0), 1.0, normals)
+    reach = np.linalg.norm(points[:, None] - heads[idx], axis=2).max()
+    atol = UNIT_SCALE_TOLERANCE * reach + 2e-6 * np.abs(ref_p).max()
+    np.testing.assert_allclose(got_p, ref_p[0], atol=atol)
+    beyond = replace(frames, scales=np.float32([1.0 + 3 * UNIT_SCALE_TOLERANCE, 1.0, 1.0, 1.0])[None])
+    pivot = bone_frame_palette(beyond, 0).pivot
+    assert np.any(pivot[0]) and not np.any(pivot[1:])
