@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..dualquat import quaternion_from_matrix
+from .decode import squared_lengths
 from .header import embedded_float_count, embedded_floats
 from .layout import GUARD_FRAMES, TEXELS_PER_ITEM, Clip, Kind, TextureLayout, plan_layout
 from .quantize import (
@@ -102,10 +103,11 @@ def _place(pixels: np.ndarray, layout: TextureLayout, row0: int, stored: np.ndar
 def _encode_slot(
     values: np.ndarray, offset: np.ndarray, scale: np.ndarray, precision: Precision, out: np.ndarray
 ) -> None:
-    """Quantise ``(k, N, C)`` values into the first ``C`` channels of ``out`` ``(k, N, 4)``; the others
-    must be constant (``scale == 0``) and get the code every value of a constant channel gets."""
+    """Quantise ``(k, N, C)`` values (scratch: overwritten) into the first ``C`` channels of ``out``
+    ``(k, N, 4)``; the others must be constant (``scale == 0``) and get the code every value of a
+    constant channel gets."""
     c = values.shape[-1]
-    encode_channels(values, offset[..., :c], scale[..., :c], precision, out=out[..., :c])
+    encode_channels(values, offset[..., :c], scale[..., :c], precision, out=out[..., :c], overwrite=True)
     if c < 4:
         if np.any(scale[..., c:]):
             raise ValueError(f"values left out channels {c}..3, which are not constant")
@@ -128,7 +130,8 @@ def _assemble(
     **extra: object,
 ) -> AnimationTexture:
     """Lay out, quantise and place every clip; ``values(clip, bands)`` gives one ``(k, N, C)`` float
-    array per texel slot (separate arrays: the quantiser's passes then run over contiguous memory).
+    array per texel slot (separate arrays: the quantiser's passes then run over contiguous memory),
+    new arrays the quantiser may overwrite.
 
     ``C < 4`` leaves out trailing channels whose range is a single value: they store the opaque code
     whatever the value (see :func:`.quantize.encode_channels`), so nobody needs to compute them.
@@ -214,8 +217,10 @@ def encode_vertex_animation(
         frames = _band_frames(clips[ci])[bands]
         offsets = np.subtract(positions[ci][frames], rest, dtype=np.float64)
         nrm = normals[ci][frames].astype(np.float64)
-        length = np.sqrt(np.einsum("fni,fni->fn", nrm, nrm))
-        nrm /= np.where(length > 0, length, 1.0)[..., None]  # zero normals stay zero
+        length = np.sqrt(squared_lengths(nrm))
+        length[length == 0] = 1.0  # zero normals stay zero
+        for c in range(3):  # per component: a long loop each (see decode.per_vector)
+            np.divide(nrm[..., c], length, out=nrm[..., c])
         return [offsets, nrm]
 
     range_lo = np.array([[*lo, 1.0], [-1.0, -1.0, -1.0, 1.0]])[None]

@@ -123,11 +123,14 @@ def encode_channels(
     scale: np.ndarray,
     precision: Precision,
     out: np.ndarray | None = None,
+    overwrite: bool = False,
 ) -> np.ndarray:
     """Float values → stored channels in ``precision.dtype`` (round to nearest, clamp to the codes).
 
     ``out`` (``precision.dtype``, any strides) receives the codes instead of a new array, e.g. some
-    channels of a texel buffer: the conversion writes them directly, saving a copy.
+    channels of a texel buffer: the conversion writes them directly, saving a copy. ``overwrite``: the
+    caller's ``values`` are scratch; a C-contiguous float64 array of the result's shape is then worked
+    on in place instead of copied (the same arithmetic, one pass over the values fewer).
 
     Constant channels (``scale == 0``) store the opaque value (``Q`` or 1.0), so a texture whose
     alpha carries nothing is fully opaque and no image tool is tempted to drop its colour.
@@ -141,8 +144,12 @@ def encode_channels(
     constant = sc == 0
     # one working array, updated in place (these run over whole textures); per-channel terms tiled
     # (see per_channel), the masked copy only where some channel is constant
-    work = np.empty(np.broadcast(v, off, sc).shape)
-    np.copyto(work, v)
+    shape = np.broadcast(v, off, sc).shape
+    if overwrite and v.shape == shape and v.flags.c_contiguous and v.flags.writeable:
+        work = v
+    else:
+        work = np.empty(shape)
+        np.copyto(work, v)
     per_channel(np.subtract, work, off)
     if precision.normalized:
         q = precision.max_code
@@ -168,7 +175,13 @@ def _cast(work: np.ndarray, precision: Precision, out: np.ndarray | None) -> np.
         return work.astype(precision.dtype)
     if out.dtype != precision.dtype:
         raise ValueError(f"out must be {precision.dtype}, got {out.dtype}")
-    np.copyto(out, work, casting="unsafe")  # the same conversion as astype
+    if out.ndim and not out.flags.c_contiguous and work.shape == out.shape:
+        # a few channels of a texel buffer: one long strided loop per channel (numpy's loop over 3 or 4
+        # channels at a time costs twice as much); the same conversion as astype
+        for c in range(out.shape[-1]):
+            np.copyto(out[..., c], work[..., c], casting="unsafe")
+    else:
+        np.copyto(out, work, casting="unsafe")  # the same conversion as astype
     return out
 
 

@@ -87,6 +87,13 @@ def test_encode_and_decode_channels_equal_the_plain_expressions(precision: Preci
     texels = np.zeros((3, 999, 2, 4), dtype=precision.dtype)
     encode_channels(values[..., :3], offset[..., :3], scale[..., :3], precision, out=texels[..., :3])
     np.testing.assert_array_equal(texels[..., :3], expected[..., :3])
+    kept = values.copy()
+    encode_channels(values, offset, scale, precision, out=np.empty_like(expected))
+    np.testing.assert_array_equal(values, kept)  # not the encoder's scratch unless the caller says so
+    scratch = values.copy()
+    in_place = encode_channels(scratch, offset, scale, precision, overwrite=True)
+    np.testing.assert_array_equal(in_place, expected)
+    assert not np.array_equal(scratch, kept)  # worked on in place: no copy was made
     with pytest.raises(ValueError, match="out must be"):
         encode_channels(values, offset, scale, precision, out=np.zeros(values.shape, np.int32))
     channels = channel_values(expected, precision)
