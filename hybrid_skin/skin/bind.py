@@ -361,11 +361,11 @@ def cached_bind(
 
     ``check_rest``: also bind again when the mesh's vertices moved since the bind (O(vertices), one bulk
     read). Why rebind rather than refuse: the bind is a cache of the mesh, and a cache that no longer
-    matches its source is refreshed, as the depsgraph handler already does after every edit in the UI; a
-    message would only ask the user to press Rebind, and a result (a bake, a script's positions) must never
-    come from a mesh that is not there any more. The viewport passes False: it is O(bones) per frame and
-    the handler forgets its bind when the mesh is edited. Vertex weights edited by a script are not
-    compared (reading them costs a bind): ``api.rebind`` after such edits."""
+    matches its source is refreshed; a message would only ask the user to press Rebind, and a result (a
+    bake, a script's positions) must never come from a mesh that is not there any more. The viewport passes
+    False: it is O(bones) per frame. Vertex weights are not compared (reading them costs a bind), and the
+    depsgraph handler does not catch their edits either (see :func:`.handlers.on_depsgraph_update`):
+    Rebind (``api.rebind``) after painting or editing weights, as the README says."""
     settings = getattr(obj, "hybrid_skin", None)
     mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj) if settings is not None else "")
     groups = bind_groups(obj)

@@ -64,6 +64,10 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     runtime.get().bump()  # a counter: cached GPU state re-checks itself at the next draw
     if bpy.app.background:
         return
+    # Known defect (the 2026-11-26 closing note): ``u.id`` is the evaluated copy, whose session_uid is 0, so
+    # this never matches and edits do not drop binds. Matching ``u.id.original`` is not enough: Blender
+    # reports a mesh the same way when a modifier is shown or hidden, which the add-on itself does all the
+    # time, so a fix needs the add-on's own changes told apart first.
     edited = {
         u.id.session_uid
         for u in depsgraph.updates
