@@ -74,5 +74,7 @@ def deformed_normals(
 
 
 def rebind(mesh_object: bpy.types.Object) -> None:
-    """Forget cached bind data so the next call re-reads weights and rest shape (after editing them)."""
+    """Forget cached bind data so the next call re-reads weights and rest shape. Edits are picked up without
+    it (see :func:`..skin.bind.cached_bind`), except weights a script edits on a mesh whose shape keys or
+    data are animated, followed by a frame change before anything else evaluates the scene."""
     bind.forget(_mesh_object(mesh_object))

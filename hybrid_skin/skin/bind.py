@@ -7,11 +7,16 @@ armature space, and read the pose in bulk (deform matrices, bone palette) as a :
 which skins. The API, the viewport, the render comparison, the analysis and every bake use it.
 
 Binds are cached per object in the :mod:`runtime <..runtime>` (:func:`cached_bind`), keyed by the
-object and re-bound when its mesh, modifier settings, vertex groups or bones change.
+object and re-bound when its mesh, modifier settings, vertex groups or bones change. Weights cannot be
+compared at every use (reading them costs most of a bind), so a mesh whose data Blender reports changed (a
+weight painted or set by a script, vertices moved, but also a modifier shown or hidden) makes its binds
+*suspect* (:func:`mark_edited`, from the depsgraph handlers): the next use reads the weights and the rest
+input again and binds again only if what the bind read differs (:func:`cached_bind`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 
@@ -33,6 +38,7 @@ __all__ = [
     "cached_bind",
     "forget",
     "forget_all",
+    "mark_edited",
     "peek",
     "rebind",
 ]
@@ -68,6 +74,11 @@ class MeshBind:
     rest_segments: dict[int, np.ndarray]
     virtual_rest: np.ndarray
     fingerprint: tuple
+    #: Digest of the weight entries the bind uses (:func:`_read_weights`): compared when suspect.
+    weights_key: bytes
+    #: Blender reported the mesh's data changed since the bind or its last check (:func:`mark_edited`):
+    #: the next :func:`cached_bind` compares weights and rest input before using it.
+    suspect: bool = False
     binding: SkinBinding = field(init=False)
     bound_target_to_armature: np.ndarray = field(init=False)
 
@@ -277,6 +288,49 @@ def _bone_rest_key(arm: bpy.types.Object | None) -> bytes:
     return buf.tobytes()
 
 
+@dataclass(frozen=True)
+class _Weights:
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray]  # counts, deform bone per entry (or -1), weight
+    group_weights: dict[int, np.ndarray]
+    matches_a_bone: bool
+    #: Digest of what skinning uses: each entry of a deform bone's group or a wanted group, in stored
+    #: order (which decides DQS signs), with its vertex. Other groups (the Evaluated display's factor
+    #: group, the user's own) do not change a bind.
+    key: bytes
+
+
+def _read_weights(
+    obj: bpy.types.Object,
+    mod: bpy.types.ArmatureModifier,
+    bones: core_binding.DeformBones,
+    extra: tuple[str, ...],
+) -> _Weights:
+    """The mesh's weight entries as a bind uses them (one bulk read of every entry)."""
+    counts, groups, weights = bridge.read_vertex_group_entries(obj.data)
+    group_names = [g.name for g in obj.vertex_groups]
+    bone_of_name = {name: i for i, name in enumerate(bones.names)}
+    group_to_bone = np.array([bone_of_name.get(name, -1) for name in group_names] + [-1], dtype=np.int64)
+    entry_bone = group_to_bone[np.where(groups < len(group_names), groups, len(group_names))]
+    matches_a_bone = bool(np.any(group_to_bone >= 0))
+    if not mod.use_vertex_groups:
+        entry_bone = np.full_like(entry_bone, -1)
+
+    vertex = np.repeat(np.arange(len(counts)), counts)
+    wanted = [gi for gi in map(obj.vertex_groups.find, {mod.vertex_group, *extra} - {""}) if gi >= 0]
+    group_weights: dict[int, np.ndarray] = {}
+    for gi in wanted:
+        w = np.zeros(len(counts), dtype=np.float64)
+        hit = groups == gi
+        w[vertex[hit]] = weights[hit]
+        group_weights[gi] = w
+
+    used = (entry_bone >= 0) | np.isin(groups, wanted)
+    digest = hashlib.blake2b(digest_size=20)
+    for part in (vertex[used], entry_bone[used], groups[used], weights[used]):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    return _Weights((counts, entry_bone, weights), group_weights, matches_a_bone, digest.digest())
+
+
 def bind(
     obj: bpy.types.Object,
     depsgraph: bpy.types.Depsgraph,
@@ -293,30 +347,12 @@ def bind(
     bones = bridge.deform_bones(arm)
     arm_eval = arm.evaluated_get(depsgraph)
     positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
-    counts, groups, weights = bridge.read_vertex_group_entries(obj.data)
-
-    group_names = [g.name for g in obj.vertex_groups]
-    bone_of_name = {name: i for i, name in enumerate(bones.names)}
-    group_to_bone = np.array([bone_of_name.get(name, -1) for name in group_names] + [-1], dtype=np.int64)
-    entry_bone = group_to_bone[np.where(groups < len(group_names), groups, len(group_names))]
-    if mod.use_vertex_groups and not mod.use_bone_envelopes and not np.any(group_to_bone >= 0):
+    weights = _read_weights(obj, mod, bones, extra_groups)
+    if mod.use_vertex_groups and not mod.use_bone_envelopes and not weights.matches_a_bone:
         raise HybridSkinError(
             f"No vertex group of '{obj.name}' matches a deform bone of '{arm.name}': "
             "parent with automatic weights or rename the groups after the bones"
         )
-    if not mod.use_vertex_groups:
-        entry_bone = np.full_like(entry_bone, -1)
-
-    wanted = {mod.vertex_group, *extra_groups} - {""}
-    vertex = np.repeat(np.arange(len(counts)), counts)
-    group_weights: dict[int, np.ndarray] = {}
-    for name in wanted:
-        gi = obj.vertex_groups.find(name)
-        if gi >= 0:
-            w = np.zeros(len(counts), dtype=np.float64)
-            hit = groups == gi
-            w[vertex[hit]] = weights[hit]
-            group_weights[gi] = w
 
     rest_segments = bridge.segment_matrices(arm_eval, bones, rest=True)
     bound = MeshBind(
@@ -330,8 +366,8 @@ def bind(
         pose_index=bridge.pose_bone_index(arm, bones.names),
         rest_positions=np.ascontiguousarray(positions, dtype=np.float32),
         rest_normals=np.ascontiguousarray(normals, dtype=np.float32),
-        entries=(counts, entry_bone, weights),
-        group_weights=group_weights,
+        entries=weights.entries,
+        group_weights=weights.group_weights,
         mask=(
             obj.vertex_groups.find(mod.vertex_group) if mod.vertex_group else -1,
             mod.invert_vertex_group,
@@ -340,6 +376,7 @@ def bind(
         rest_segments=rest_segments,
         virtual_rest=core_binding.virtual_rest_matrices(bones, rest_segments),
         fingerprint=_fingerprint(obj, mod),
+        weights_key=weights.key,
     )
     bound.rebuild_binding(target_to_armature(obj.evaluated_get(depsgraph), arm_eval), arm_eval)
     return bound
@@ -357,15 +394,15 @@ def cached_bind(
     obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, *, check_rest: bool = True
 ) -> MeshBind:
     """The bind of ``obj`` as its Hybrid Skin settings ask (their Armature modifier, their factor group),
-    from the runtime's cache; re-bound when its mesh, modifier settings, groups or bones changed.
+    from the runtime's cache; re-bound when its mesh, modifier settings, groups, bones or weights changed.
 
     ``check_rest``: also bind again when the mesh's vertices moved since the bind (O(vertices), one bulk
     read). Why rebind rather than refuse: the bind is a cache of the mesh, and a cache that no longer
     matches its source is refreshed; a message would only ask the user to press Rebind, and a result (a
     bake, a script's positions) must never come from a mesh that is not there any more. The viewport passes
-    False: it is O(bones) per frame. Vertex weights are not compared (reading them costs a bind), and the
-    depsgraph handler does not catch their edits either (see :func:`.handlers.on_depsgraph_update`):
-    Rebind (``api.rebind``) after painting or editing weights, as the README says."""
+    False: it is O(bones) per frame. Weights are compared only when the bind is suspect (:func:`mark_edited`:
+    Blender reported the mesh's data changed), for every caller: one bulk read of the weights, then the
+    same bind is kept if nothing it uses changed."""
     settings = getattr(obj, "hybrid_skin", None)
     mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj) if settings is not None else "")
     groups = bind_groups(obj)
@@ -376,9 +413,11 @@ def cached_bind(
         or bound.fingerprint != _fingerprint(obj, mod)
         or bound.object_name != obj.name
         or any(gi not in bound.group_weights for gi in map(obj.vertex_groups.find, groups) if gi >= 0)
-        or (check_rest and bound.mesh_moved(obj, mod))
+        or ((check_rest or bound.suspect) and bound.mesh_moved(obj, mod))
+        or (bound.suspect and _read_weights(obj, mod, bound.bones, groups).key != bound.weights_key)
     ):
         bound = binds[obj.session_uid] = bind(obj, depsgraph, mod.name, groups)
+    bound.suspect = False
     return bound
 
 
@@ -386,6 +425,16 @@ def rebind(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> MeshBind:
     """Bind ``obj`` again now (after its weights or rest shape were edited), replacing the cached bind."""
     forget(obj)
     return cached_bind(obj, depsgraph)
+
+
+def mark_edited(meshes: set[int]) -> None:
+    """Blender reported that the data of these meshes (``Mesh.session_uid``) changed: their binds are
+    suspect, and the next :func:`cached_bind` compares what they read before using them. Called by the
+    depsgraph handlers; the report does not say what changed (a weight edit and a modifier shown look the
+    same), hence a comparison rather than a rebind."""
+    for bound in runtime.get().binds.values():
+        if bound.fingerprint[0] in meshes:
+            bound.suspect = True
 
 
 def forget(obj: bpy.types.Object) -> None:

@@ -1,4 +1,5 @@
-"""Application handlers: re-arm on file load, keep saved files clean, drop caches on undo.
+"""Application handlers: re-arm on file load, keep saved files clean, drop caches on undo, and tell binds
+when Blender reports their mesh changed (weights painted or set by a script).
 
 Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and
 re-applied in ``save_post``, or ``save_post_fail`` when the save failed), so a file opened without the
@@ -62,26 +63,45 @@ def on_undo_redo(*_args) -> None:
 @persistent
 def on_depsgraph_update(scene, depsgraph) -> None:
     runtime.get().bump()  # a counter: cached GPU state re-checks itself at the next draw
-    if bpy.app.background:
-        return
-    # Known defect (the 2026-11-26 closing note): ``u.id`` is the evaluated copy, whose session_uid is 0, so
-    # this never matches and edits do not drop binds. Matching ``u.id.original`` is not enough: Blender
-    # reports a mesh the same way when a modifier is shown or hidden, which the add-on itself does all the
-    # time, so a fix needs the add-on's own changes told apart first.
-    edited = {
-        u.id.session_uid
+    # Weights or vertices may have changed (in the UI, or by a script: background mode too): binds of the
+    # mesh are compared before their next use. Pose changes do not report a mesh's data; frame changes do
+    # not come here (see on_frame_change).
+    edited = edited_meshes(depsgraph)
+    if edited:
+        bind.mark_edited(edited)
+
+
+def _animated(id_data: bpy.types.ID | None) -> bool:
+    ad = None if id_data is None else id_data.animation_data
+    return ad is not None and (ad.action is not None or len(ad.drivers) > 0 or len(ad.nla_tracks) > 0)
+
+
+def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = False) -> set[int]:
+    """``session_uid`` of the meshes whose data the update reports changed, out of Edit Mode (whose edits
+    reach the mesh when it is left). The updates hold the evaluated copies, whose ``session_uid`` is 0:
+    their originals'. A frame change also reports every mesh whose data or shape keys are animated: those
+    are left out then (their edits are seen at the next evaluation that is not a frame change)."""
+    if depsgraph is None:
+        return set()
+    meshes = (
+        u.id.original
         for u in depsgraph.updates
         if u.is_updated_geometry and isinstance(u.id, bpy.types.Mesh)
-    }
-    if edited:
-        for obj in enabled_objects():
-            if obj.data.session_uid in edited and obj.mode != "EDIT":
-                bind.forget(obj)  # weights or rest shape may have changed: bind again when next needed
+    )
+    meshes = (m for m in meshes if not m.is_editmode)
+    if frame_change:
+        meshes = (m for m in meshes if not (_animated(m) or _animated(m.shape_keys)))
+    return {m.session_uid for m in meshes}
 
 
 @persistent
-def on_frame_change(*_args) -> None:
+def on_frame_change(scene=None, depsgraph=None, *_args) -> None:
     runtime.get().bump()
+    # A frame change evaluates edits made since the last evaluation without calling depsgraph_update_post
+    # (a script that edits weights, then sets the frame): marked here, before anything binds.
+    edited = edited_meshes(depsgraph, frame_change=True)
+    if edited:
+        bind.mark_edited(edited)
     for obj in enabled_objects():  # the Evaluated display's AUTO factors follow the pose
         settings = obj.hybrid_skin
         if settings.display == "EVALUATED" and settings.factor_mode == "AUTO" and not settings.bake_state:

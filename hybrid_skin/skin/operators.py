@@ -112,7 +112,7 @@ class HYBRID_SKIN_OT_remove(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
 
 
 class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, GuardedOperator, bpy.types.Operator):
-    """Re-read weights and rest shape after editing the mesh or its vertex groups"""
+    """Read weights and rest shape again now (edits are picked up by themselves; this forces it)"""
 
     bl_idname = "hybrid_skin.rebind"
     bl_label = "Rebind"
