@@ -53,6 +53,9 @@ class Runtime:
     #: ``(object session_uid, message)`` already printed by a callback: each problem once per object, not
     #: per redraw (an object of the same name, e.g. linked again, is another object and is told again).
     reported: set[tuple[int, str]] = field(default_factory=set)
+    #: ``Mesh.session_uid`` of meshes the add-on is changing without changing what a bind read
+    #: (:func:`.skin.bind.own_edits`): their depsgraph update leaves the binds trusted.
+    own_mesh_edits: set[int] = field(default_factory=set)
 
     def bump(self) -> None:
         """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""

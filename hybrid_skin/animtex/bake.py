@@ -302,7 +302,9 @@ class TextureBake:
         # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
         self._planned = len(self._step_frames([s for s in self.steps if s >= 1] or self.steps)[0])
         try:
-            with self._phase("sample"):
+            # Hiding and showing the modifiers is not an edit of what a bind read (edits made before, e.g.
+            # weights by a script, are evaluated first and mark their binds).
+            with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
                 self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
                 self._anim.set_frame(self.scene.frame_current)
                 self.rest_bone = False
@@ -312,7 +314,7 @@ class TextureBake:
             with self._phase("sample"):
                 self._cycle_end = self._loop_end_worlds(texture.clips)
         finally:
-            with self._phase("sample"):
+            with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
                 self._anim.restore()
         yield 0.95
         self.result = self._write(texture, report, tried)
@@ -469,8 +471,9 @@ class TextureBake:
             )
         with self._phase("mesh_data"):
             if self.options.write_mesh_data:
-                for i, part in enumerate(self.parts):
-                    write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
+                with bind.own_edits(p.obj for p in self.parts):  # texel data: the binds stay valid
+                    for i, part in enumerate(self.parts):
+                        write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
             gltf_path = ""
             if self.options.export_gltf:
                 gltf_path = os.path.join(self.directory, self.stem + ".glb")

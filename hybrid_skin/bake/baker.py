@@ -159,15 +159,18 @@ class Baker:
 
     def start(self) -> None:
         obj = self.obj
-        if is_baked(obj):
-            clear(obj)
-        display.restore(obj)
-        stack = list(obj.modifiers)
-        tail = stack[stack.index(self.mod) :]
-        # Hidden while baking so the rest input is read directly; restored (or kept bypassed) later.
-        self.tail_flags = [(m, m.show_viewport, m.show_render) for m in tail]
-        for m in tail:
-            m.show_viewport = False
+        # Our own keys cleared and modifiers hidden: not edits of what the bind read (edits made before,
+        # e.g. weights by a script, are evaluated first and mark the bind).
+        with bind.own_edits([obj]):
+            if is_baked(obj):
+                clear(obj)
+            display.restore(obj)
+            stack = list(obj.modifiers)
+            tail = stack[stack.index(self.mod) :]
+            # Hidden while baking so the rest input is read directly; restored (or kept bypassed) later.
+            self.tail_flags = [(m, m.show_viewport, m.show_render) for m in tail]
+            for m in tail:
+                m.show_viewport = False
         self.record = {
             "target": self.target,
             "bypassed": [[*bridge.modifier_ref(self.mod), self.tail_flags[0][1], self.mod.show_render]],
@@ -195,11 +198,16 @@ class Baker:
             m.show_viewport, m.show_render = viewport, render
 
     def cancel(self) -> None:
-        self._restore_tail()
-        self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
-        display.apply(self.obj)
+        with bind.own_edits([self.obj]):
+            self._restore_tail()
+            self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
+            display.apply(self.obj)
 
     def finish(self) -> None:
+        with bind.own_edits([self.obj]):  # baked keys are left out of the rest input: the bind stays valid
+            self._finish()
+
+    def _finish(self) -> None:
         obj = self.obj
         self._restore_tail()
         try:
@@ -294,6 +302,11 @@ def clear(obj: bpy.types.Object) -> None:
     record = json.loads(obj.hybrid_skin.bake_state or "{}")
     if not record:
         return
+    with bind.own_edits([obj]):  # the bake's own keys, cache and flags: never what a bind read
+        _clear(obj, record)
+
+
+def _clear(obj: bpy.types.Object, record: dict) -> None:
     cache_ref = record.get("cache_modifier")
     cache = bridge.find_modifier(obj, cache_ref if isinstance(cache_ref, list) else [0, cache_ref or ""])
     if cache is not None and cache.type == "MESH_CACHE":

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import bpy
@@ -39,6 +41,7 @@ __all__ = [
     "forget",
     "forget_all",
     "mark_edited",
+    "own_edits",
     "peek",
     "rebind",
 ]
@@ -431,10 +434,36 @@ def mark_edited(meshes: set[int]) -> None:
     """Blender reported that the data of these meshes (``Mesh.session_uid``) changed: their binds are
     suspect, and the next :func:`cached_bind` compares what they read before using them. Called by the
     depsgraph handlers; the report does not say what changed (a weight edit and a modifier shown look the
-    same), hence a comparison rather than a rebind."""
-    for bound in runtime.get().binds.values():
-        if bound.fingerprint[0] in meshes:
-            bound.suspect = True
+    same), hence a comparison rather than a rebind. Meshes the add-on is changing inside
+    :func:`own_edits` are left out."""
+    state = runtime.get()
+    meshes = meshes - state.own_mesh_edits
+    if meshes:
+        for bound in state.binds.values():
+            if bound.fingerprint[0] in meshes:
+                bound.suspect = True
+
+
+@contextmanager
+def own_edits(objects: Iterable[bpy.types.Object]) -> Iterator[None]:
+    """The add-on's own changes to the objects that leave what a bind read as it was (modifiers hidden and
+    shown, its baked keys, texel attributes): their depsgraph update does not make binds suspect, so a bake
+    or a display switch does not cost a comparison of every weight. Exactly these changes: updates pending
+    before are evaluated first (and mark binds as usual), and the changes' own update is evaluated before
+    leaving (an evaluation they need anyway to be seen). Nests."""
+    state = runtime.get()
+    uids = {o.data.session_uid for o in objects if o.type == "MESH"} - state.own_mesh_edits
+    context = bpy.context
+    if not uids or getattr(context, "view_layer", None) is None:  # nothing to evaluate with: marks as usual
+        yield
+        return
+    context.evaluated_depsgraph_get()
+    state.own_mesh_edits |= uids
+    try:
+        yield
+        context.evaluated_depsgraph_get()
+    finally:
+        state.own_mesh_edits -= uids
 
 
 def forget(obj: bpy.types.Object) -> None:

@@ -70,6 +70,12 @@ def gpu_refusal(obj: bpy.types.Object) -> str | None:
 
 def restore(obj: bpy.types.Object) -> None:
     """Undo every change :func:`apply` made; the stack and settings come back exactly."""
+    if obj.hybrid_skin.saved_state:
+        with bind.own_edits([obj]):  # modifiers shown again: not an edit of what a bind read
+            _restore(obj)
+
+
+def _restore(obj: bpy.types.Object) -> None:
     settings = obj.hybrid_skin
     if not settings.saved_state:
         return
@@ -108,14 +114,22 @@ def apply(obj: bpy.types.Object) -> None:
     Linked objects and library overrides are left exactly as their library has them: their data is not
     the user's to change (Add refuses them too), so the viewport does not draw them either."""
     if obj.library is not None or obj.override_library is not None:
-        return
+        return  # linked data and library overrides keep their library's setup (see handlers)
+    # Modifiers hidden, added or set: not an edit of what a bind read. The Evaluated display's factors are
+    # written outside (a bind may read that group: then the write is an edit like any other).
+    with bind.own_edits([obj]):
+        evaluated = _apply(obj)
+    if evaluated:
+        refresh_factor_group(obj)
+
+
+def _apply(obj: bpy.types.Object) -> bool:
+    """:func:`apply` but the factors; True when it set up the Evaluated display (whose factors are due)."""
     restore(obj)
     settings = obj.hybrid_skin
-    if obj.library is not None or obj.override_library is not None:
-        return  # linked data and library overrides keep their library's setup (see handlers)
     mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
     if not settings.enabled or mod is None or settings.bake_state:
-        return  # a bake shows the result through its own shape keys or cache
+        return False  # a bake shows the result through its own shape keys or cache
     saved: dict = {
         "armature_modifier": mod.name,
         "armature_ref": bridge.modifier_ref(mod),
@@ -143,8 +157,7 @@ def apply(obj: bpy.types.Object) -> None:
         extra.show_viewport = mod.show_viewport
         extra.show_render = mod.show_render
     settings.saved_state = json.dumps(saved)
-    if not gpu:
-        refresh_factor_group(obj)
+    return not gpu
 
 
 #: AUTO factors written to the Evaluated display's group are rounded to this step (one bulk call per value).

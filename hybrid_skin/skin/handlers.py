@@ -80,15 +80,22 @@ def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = Fa
     """``session_uid`` of the meshes whose data the update reports changed, out of Edit Mode (whose edits
     reach the mesh when it is left). The updates hold the evaluated copies, whose ``session_uid`` is 0:
     their originals'. A frame change also reports every mesh whose data or shape keys are animated: those
-    are left out then (their edits are seen at the next evaluation that is not a frame change)."""
+    are left out then (their edits are seen at the next evaluation that is not a frame change). Not seen:
+    weights edited in the same evaluation as a property or the transform of the object is set (a script
+    that does both before anything evaluates the scene)."""
     if depsgraph is None:
         return set()
-    meshes = (
-        u.id.original
-        for u in depsgraph.updates
-        if u.is_updated_geometry and isinstance(u.id, bpy.types.Mesh)
-    )
-    meshes = (m for m in meshes if not m.is_editmode)
+    updates = list(depsgraph.updates)
+    # Setting any property of an object (its Hybrid Skin settings too: a factor slider dragged) makes
+    # Blender report the object's transform and its mesh's data as changed; a weight edit reports the
+    # mesh without the object's transform. Those meshes are left out: a slider drag must not read weights.
+    set_on_object = {
+        u.id.original.data.session_uid
+        for u in updates
+        if u.is_updated_transform and isinstance(u.id, bpy.types.Object) and u.id.type == "MESH"
+    }
+    meshes = (u.id.original for u in updates if u.is_updated_geometry and isinstance(u.id, bpy.types.Mesh))
+    meshes = (m for m in meshes if not m.is_editmode and m.session_uid not in set_on_object)
     if frame_change:
         meshes = (m for m in meshes if not (_animated(m) or _animated(m.shape_keys)))
     return {m.session_uid for m in meshes}

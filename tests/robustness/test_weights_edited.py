@@ -187,3 +187,25 @@ def test_gpu_display_follows_vertices_moved_by_a_script(addon, gpu_context):
     after = gpu_positions(hs, cyl)
     assert np.abs(after - before).max() > 1e-2, "the display kept the rest mesh of the last bind"
     assert_close(after, native_positions(cyl, factor), "GPU display after vertices moved")
+
+
+def test_dragging_the_factor_does_not_read_weights(addon):
+    """Setting a Hybrid Skin property makes Blender report the mesh's data changed, like a weight edit; the
+    object's transform is reported with it, which a weight edit never is: such an update leaves the bind
+    trusted (a slider drag on a big mesh must not read every weight per step). A weight edit in the next
+    evaluation is still seen."""
+    hs = modules(addon)
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    bpy.context.view_layer.objects.active = cyl
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs.api.deformed_positions(cyl)
+    bound = hs.bind.peek(cyl)
+    for value in (0.2, 0.4, 0.9):
+        cyl.hybrid_skin.deform_factor = value
+        bpy.context.evaluated_depsgraph_get()
+        assert not bound.suspect, f"factor {value}: taken for an edit"
+    _edit(cyl, "VertexGroup.add")
+    ours = hs.api.deformed_positions(cyl)
+    assert hs.bind.peek(cyl) is not bound
+    assert_close(ours, native_positions(cyl, 0.9), "after the factor drag and a weight edit")
