@@ -75,6 +75,7 @@ def deformed_normals(
 
 def rebind(mesh_object: bpy.types.Object) -> None:
     """Forget cached bind data so the next call re-reads weights and rest shape. Edits are picked up without
-    it (see :func:`..skin.bind.cached_bind`), except weights a script edits on a mesh whose shape keys or
-    data are animated, followed by a frame change before anything else evaluates the scene."""
+    it (see :func:`..skin.handlers.edited_meshes`), except weights a script edits and then, before anything
+    evaluates the scene, changes the frame (on a mesh whose shape keys or data are animated) or sets a
+    property or the transform of the object."""
     bind.forget(_mesh_object(mesh_object))
