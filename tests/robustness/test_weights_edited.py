@@ -209,3 +209,32 @@ def test_dragging_the_factor_does_not_read_weights(addon):
     ours = hs.api.deformed_positions(cyl)
     assert hs.bind.peek(cyl) is not bound
     assert_close(ours, native_positions(cyl, 0.9), "after the factor drag and a weight edit")
+
+
+@pytest.mark.gpu
+def test_weight_paint_tools_reach_the_display_and_the_api(addon, gpu_context):
+    """Weight Paint mode's own tools (Smooth, Clean, Limit Total) change weights as a user does:
+    the GPU display and the API follow each one without Rebind."""
+    hs = modules(addon)
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    bpy.context.view_layer.objects.active = cyl
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    factor = cyl.hybrid_skin.deform_factor
+    drawn = gpu_positions(hs, cyl)
+    bpy.ops.object.mode_set(mode="WEIGHT_PAINT")
+    try:
+        for tool, options in (
+            (bpy.ops.object.vertex_group_smooth, dict(group_select_mode="ALL", factor=1.0, repeat=4)),
+            (bpy.ops.object.vertex_group_clean, dict(group_select_mode="ALL", limit=0.3)),
+            (bpy.ops.object.vertex_group_limit_total, dict(limit=1)),
+        ):
+            assert tool(**options) == {"FINISHED"}
+            bpy.context.evaluated_depsgraph_get()
+            now = gpu_positions(hs, cyl)
+            assert np.abs(now - drawn).max() > 1e-4, f"{tool.idname()}: the display did not change"
+            assert_close(now, native_positions(cyl, factor), f"GPU display after {tool.idname()}")
+            assert_close(hs.api.deformed_positions(cyl), native_positions(cyl, factor), tool.idname())
+            drawn = now
+    finally:
+        bpy.ops.object.mode_set(mode="OBJECT")
