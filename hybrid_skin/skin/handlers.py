@@ -27,13 +27,17 @@ def enabled_objects() -> list[bpy.types.Object]:
 
 
 def reapply_all() -> None:
-    for obj in enabled_objects():
-        display.apply(obj)
+    objects = enabled_objects()
+    with bind.own_edits(objects):  # one evaluation for all of them (a save runs this), not two per object
+        for obj in objects:
+            display.apply(obj)
 
 
 def restore_all() -> None:
-    for obj in enabled_objects():
-        display.restore(obj)
+    objects = enabled_objects()
+    with bind.own_edits(objects):
+        for obj in objects:
+            display.restore(obj)
 
 
 @persistent
