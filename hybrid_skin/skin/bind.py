@@ -295,6 +295,7 @@ def _bone_rest_key(arm: bpy.types.Object | None) -> bytes:
 class _Weights:
     entries: tuple[np.ndarray, np.ndarray, np.ndarray]  # counts, deform bone per entry (or -1), weight
     group_weights: dict[int, np.ndarray]
+    bone_names: tuple[str, ...]  # the deform bones the entries' indices refer to
     matches_a_bone: bool
     #: Digest of what skinning uses: each entry of a deform bone's group or a wanted group, in stored
     #: order (which decides DQS signs), with its vertex. Other groups (the Evaluated display's factor
@@ -331,7 +332,9 @@ def _read_weights(
     digest = hashlib.blake2b(digest_size=20)
     for part in (vertex[used], entry_bone[used], groups[used], weights[used]):
         digest.update(np.ascontiguousarray(part).tobytes())
-    return _Weights((counts, entry_bone, weights), group_weights, matches_a_bone, digest.digest())
+    return _Weights(
+        (counts, entry_bone, weights), group_weights, tuple(bones.names), matches_a_bone, digest.digest()
+    )
 
 
 def bind(
@@ -339,18 +342,22 @@ def bind(
     depsgraph: bpy.types.Depsgraph,
     modifier_name: str = "",
     extra_groups: tuple[str, ...] = (),
+    *,
+    weights: _Weights | None = None,
 ) -> MeshBind:
     """Read everything a mesh needs for skinning (not cached: see :func:`cached_bind`).
 
     ``modifier_name``: the Armature modifier to follow (the first one when empty); ``extra_groups``:
-    vertex groups whose weights the bind keeps besides the modifier's mask group (the factor group).
+    vertex groups whose weights the bind keeps besides the modifier's mask group (the factor group);
+    ``weights``: the mesh's weights as :func:`_read_weights` read them just before, for these groups.
     Raises :class:`..errors.HybridSkinError` on bad input."""
     mod = bridge.armature_modifier(obj, modifier_name)
     arm = bridge.validate(obj, mod, rest_in_edit_mode=True)
     bones = bridge.deform_bones(arm)
     arm_eval = arm.evaluated_get(depsgraph)
     positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
-    weights = _read_weights(obj, mod, bones, extra_groups)
+    if weights is None or weights.bone_names != bones.names:
+        weights = _read_weights(obj, mod, bones, extra_groups)
     if mod.use_vertex_groups and not mod.use_bone_envelopes and not weights.matches_a_bone:
         raise HybridSkinError(
             f"No vertex group of '{obj.name}' matches a deform bone of '{arm.name}': "
@@ -411,15 +418,16 @@ def cached_bind(
     groups = bind_groups(obj)
     binds = runtime.get().binds
     bound = binds.get(obj.session_uid)
+    read: _Weights | None = None  # weights read to compare: a rebind uses them (one read, not two)
     if (
         bound is None
         or bound.fingerprint != _fingerprint(obj, mod)
         or bound.object_name != obj.name
         or any(gi not in bound.group_weights for gi in map(obj.vertex_groups.find, groups) if gi >= 0)
         or ((check_rest or bound.suspect) and bound.mesh_moved(obj, mod))
-        or (bound.suspect and _read_weights(obj, mod, bound.bones, groups).key != bound.weights_key)
+        or (bound.suspect and (read := _read_weights(obj, mod, bound.bones, groups)).key != bound.weights_key)
     ):
-        bound = binds[obj.session_uid] = bind(obj, depsgraph, mod.name, groups)
+        bound = binds[obj.session_uid] = bind(obj, depsgraph, mod.name, groups, weights=read)
     bound.suspect = False
     return bound
 
