@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.robustness.bake_scene import rig as keyed_rig
-from tests.robustness.helpers import assert_close, gpu_positions, modules, three_bone_cylinder
+from tests.robustness.helpers import activate, assert_close, gpu_positions, modules, three_bone_cylinder
 from tests.support.scenes import evaluated_positions, native_positions, pose_bone
 
 
@@ -38,6 +38,16 @@ def _edit(obj: bpy.types.Object, how: str) -> None:
         obj.vertex_groups["Bone0"].remove(ring)
     else:
         raise AssertionError(how)
+
+
+@pytest.fixture
+def bent(addon):
+    """``(modules, cylinder)``: the three-bone cylinder bent at its first joint, Hybrid Skin added."""
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    activate(cyl)
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    return modules(addon), cyl
 
 
 @pytest.mark.parametrize("how", ["VertexGroup.add", "VertexGroupElement.weight", "VertexGroup.remove"])
@@ -119,14 +129,10 @@ def test_unused_group_edits_keep_the_bind(addon):
 
 
 @pytest.mark.gpu
-def test_gpu_display_follows_painted_weights(addon, gpu_context):
+def test_gpu_display_follows_painted_weights(bent, gpu_context):
     """What the GPU display draws (read back from its shader) follows weights changed and updated as a
     paint stroke does: Blender's own result with the new weights, not the last bind's."""
-    hs = modules(addon)
-    arm, cyl = three_bone_cylinder()
-    pose_bone(arm, "Bone1", (70, 0, 30))
-    bpy.context.view_layer.objects.active = cyl
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs, cyl = bent
     factor = cyl.hybrid_skin.deform_factor
     before = gpu_positions(hs, cyl)
     assert_close(before, native_positions(cyl, factor), "GPU display before the edit")
@@ -170,13 +176,9 @@ def test_evaluated_auto_playback_keeps_the_bind(addon):
 
 
 @pytest.mark.gpu
-def test_gpu_display_follows_vertices_moved_by_a_script(addon, gpu_context):
+def test_gpu_display_follows_vertices_moved_by_a_script(bent, gpu_context):
     """Vertices moved and the mesh updated (as leaving Edit Mode does): the display draws the new rest."""
-    hs = modules(addon)
-    arm, cyl = three_bone_cylinder()
-    pose_bone(arm, "Bone1", (70, 0, 30))
-    bpy.context.view_layer.objects.active = cyl
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs, cyl = bent
     factor = cyl.hybrid_skin.deform_factor
     before = gpu_positions(hs, cyl)
     co = np.array([v.co[:] for v in cyl.data.vertices], dtype=np.float32)
@@ -189,16 +191,12 @@ def test_gpu_display_follows_vertices_moved_by_a_script(addon, gpu_context):
     assert_close(after, native_positions(cyl, factor), "GPU display after vertices moved")
 
 
-def test_dragging_the_factor_does_not_read_weights(addon):
+def test_dragging_the_factor_does_not_read_weights(bent):
     """Setting a Hybrid Skin property makes Blender report the mesh's data changed, like a weight edit; the
     object's transform is reported with it, which a weight edit never is: such an update leaves the bind
     trusted (a slider drag on a big mesh must not read every weight per step). A weight edit in the next
     evaluation is still seen."""
-    hs = modules(addon)
-    arm, cyl = three_bone_cylinder()
-    pose_bone(arm, "Bone1", (70, 0, 30))
-    bpy.context.view_layer.objects.active = cyl
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs, cyl = bent
     hs.api.deformed_positions(cyl)
     bound = hs.bind.peek(cyl)
     for value in (0.2, 0.4, 0.9):
@@ -212,14 +210,10 @@ def test_dragging_the_factor_does_not_read_weights(addon):
 
 
 @pytest.mark.gpu
-def test_weight_paint_tools_reach_the_display_and_the_api(addon, gpu_context):
+def test_weight_paint_tools_reach_the_display_and_the_api(bent, gpu_context):
     """Weight Paint mode's own tools (Smooth, Clean, Limit Total) change weights as a user does:
     the GPU display and the API follow each one without Rebind."""
-    hs = modules(addon)
-    arm, cyl = three_bone_cylinder()
-    pose_bone(arm, "Bone1", (70, 0, 30))
-    bpy.context.view_layer.objects.active = cyl
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs, cyl = bent
     factor = cyl.hybrid_skin.deform_factor
     drawn = gpu_positions(hs, cyl)
     bpy.ops.object.mode_set(mode="WEIGHT_PAINT")
