@@ -85,8 +85,9 @@ def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = Fa
     reach the mesh when it is left). The updates hold the evaluated copies, whose ``session_uid`` is 0:
     their originals'. A frame change also reports every mesh whose data or shape keys are animated: those
     are left out then (their edits are seen at the next evaluation that is not a frame change). Not seen:
-    weights edited in the same evaluation as a property or the transform of the object is set (a script
-    that does both before anything evaluates the scene)."""
+    weights edited in the same evaluation as the object's transform or one of its properties changes (a
+    script that does both, or edits and then changes the frame of an animated object, before anything
+    evaluates the scene)."""
     if depsgraph is None:
         return set()
     updates = list(depsgraph.updates)
