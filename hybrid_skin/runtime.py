@@ -56,6 +56,9 @@ class Runtime:
     #: ``Mesh.session_uid`` of meshes the add-on is changing without changing what a bind read
     #: (:func:`.skin.bind.own_edits`): their depsgraph update leaves the binds trusted.
     own_mesh_edits: set[int] = field(default_factory=set)
+    #: ``Mesh.session_uid`` of meshes a depsgraph update showed in Edit Mode (:mod:`.skin.handlers`): when
+    #: one is out of it, its edits are in the mesh and its binds are compared before their next use.
+    edit_mode_meshes: set[int] = field(default_factory=set)
 
     def bump(self) -> None:
         """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""

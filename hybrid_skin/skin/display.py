@@ -2,10 +2,15 @@
 
 * GPU display: the Armature modifier (and every modifier after it, which would otherwise deform the
   undeformed mesh) is hidden in the viewport, and the object is shown as bounds, so Blender does not
-  draw the mesh under the add-on's own drawing. Renders (``show_render``) are untouched.
+  draw the mesh under the add-on's own drawing. Renders (``show_render``) are untouched. Outside Object
+  Mode (Edit, Weight Paint, Sculpt, Vertex/Texture Paint) it steps aside: nothing is hidden, Blender draws
+  the mesh with the user's own setup (weight colours, the edit cage, sculpt brushes need its drawing), and
+  the handlers set it up again when the object is back in Object Mode (:func:`follow_mode`).
 * Evaluated display: Blender's own stack computes the hybrid exactly — the user's Armature modifier as
   LBS, followed by a Preserve Volume Armature modifier with Multi Modifier whose vertex group holds
-  the per-vertex factor (Blender mixes ``(1-f)·LBS + f·DQS``). Renders and exporters see it.
+  the per-vertex factor (Blender mixes ``(1-f)·LBS + f·DQS``). Renders and exporters see it. The
+  user's active vertex group stays active (Weight Paint paints the group the user picked, never the
+  factor group).
 
 The original values are stored as JSON in ``Object.hybrid_skin.saved_state`` (so they survive save,
 reload and undo) and restored by :func:`restore`.
@@ -27,6 +32,7 @@ __all__ = [
     "DQS_MODIFIER",
     "FACTOR_GROUP",
     "apply",
+    "follow_mode",
     "gpu_applied",
     "gpu_refusal",
     "is_applied",
@@ -86,7 +92,12 @@ def _restore(obj: bpy.types.Object) -> None:
         obj.modifiers.remove(extra)
     group = obj.vertex_groups.get(FACTOR_GROUP)
     if group is not None and saved.get("added_group"):
+        active = obj.vertex_groups.active
         obj.vertex_groups.remove(group)
+        if active is not None and active != group:  # the user's choice, made while the display was on
+            obj.vertex_groups.active_index = active.index
+        elif len(obj.vertex_groups) > saved["active_group"] >= 0:
+            obj.vertex_groups.active_index = saved["active_group"]
     shown = saved.get("show_viewport", {})
     entries = shown if isinstance(shown, list) else [[0, name, v] for name, v in shown.items()]
     for uid, name, visible in entries:
@@ -98,8 +109,6 @@ def _restore(obj: bpy.types.Object) -> None:
     if mod is not None and "preserve_volume" in saved:
         mod.use_deform_preserve_volume = saved["preserve_volume"]
     obj.display_type = saved["display_type"]
-    if len(obj.vertex_groups) > saved["active_group"] >= 0:
-        obj.vertex_groups.active_index = saved["active_group"]
     settings.saved_state = ""
 
 
@@ -124,8 +133,9 @@ def apply(obj: bpy.types.Object) -> None:
 
 
 def _apply(obj: bpy.types.Object) -> bool:
-    """:func:`apply` but the factors; True when it set up the Evaluated display (whose factors are due)."""
-    restore(obj)
+    """:func:`apply` but the factors and the evaluations; True when it set up the Evaluated display (whose
+    factors are due)."""
+    _restore(obj)
     settings = obj.hybrid_skin
     mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
     if not settings.enabled or mod is None or settings.bake_state:
@@ -140,7 +150,9 @@ def _apply(obj: bpy.types.Object) -> bool:
     gpu = settings.display == "GPU" and gpu_refusal(obj) is None
     if not gpu and settings.display == "GPU":
         runtime.get().report_once(obj, HybridSkinError(gpu_refusal(obj)))
-    if gpu:
+    if gpu and obj.mode != "OBJECT":
+        saved["aside"] = obj.mode  # Blender draws it, with the user's setup (see follow_mode)
+    elif gpu:
         tail = stack[stack.index(mod) :]
         saved["show_viewport"] = [[*bridge.modifier_ref(m), m.show_viewport] for m in tail]
         for m in tail:
@@ -151,13 +163,32 @@ def _apply(obj: bpy.types.Object) -> bool:
         saved["added_group"] = obj.vertex_groups.get(FACTOR_GROUP) is None
         added = obj.modifiers.get(DQS_MODIFIER) is None
         mod.use_deform_preserve_volume = False
-        group = obj.vertex_groups.get(FACTOR_GROUP) or obj.vertex_groups.new(name=FACTOR_GROUP)
+        group = obj.vertex_groups.get(FACTOR_GROUP)
+        if group is None:
+            group = obj.vertex_groups.new(name=FACTOR_GROUP)  # appended (indices kept) and made active
+            if saved["active_group"] >= 0:
+                obj.vertex_groups.active_index = saved["active_group"]
         extra = native.add_mix_modifier(obj, mod, DQS_MODIFIER, group.name)
         saved["added_modifier"] = bridge.modifier_ref(extra) if added else False
         extra.show_viewport = mod.show_viewport
         extra.show_render = mod.show_render
     settings.saved_state = json.dumps(saved)
     return not gpu
+
+
+def follow_mode(obj: bpy.types.Object) -> None:
+    """The GPU display steps aside when ``obj`` leaves Object Mode and is set up again when it is back
+    (called by the depsgraph handler, which every mode switch runs). Painting weights, sculpting and
+    editing need Blender's own drawing of the mesh: the GPU display hides it and draws the posed mesh
+    without weight colours or an edit cage. Nothing is evaluated here (a handler must not evaluate the
+    depsgraph that called it): Blender evaluates the change at its next update."""
+    state = obj.hybrid_skin.saved_state
+    if not state or obj.library is not None or obj.override_library is not None:
+        return
+    saved = json.loads(state)
+    in_object_mode = obj.mode == "OBJECT"
+    if ("aside" in saved and in_object_mode) or ("show_viewport" in saved and not in_object_mode):
+        _apply(obj)
 
 
 #: AUTO factors written to the Evaluated display's group are rounded to this step (one bulk call per value).

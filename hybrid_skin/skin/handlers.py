@@ -44,6 +44,7 @@ def restore_all() -> None:
 def on_load_post(*_args) -> None:
     bind.forget_all()
     viewport.forget()
+    runtime.get().edit_mode_meshes.clear()
     runtime.get().reported.clear()  # another file: its problems are said again
     reapply_all()
 
@@ -62,6 +63,8 @@ def on_save_post(*_args) -> None:
 def on_undo_redo(*_args) -> None:
     bind.forget_all()
     viewport.forget()
+    for obj in enabled_objects():  # a step may hold another mode than the one it brings back
+        display.follow_mode(obj)
 
 
 @persistent
@@ -73,6 +76,11 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     edited = edited_meshes(depsgraph)
     if edited:
         bind.mark_edited(edited)
+    # Every mode switch evaluates (the mode operators do): the GPU display steps aside outside Object Mode.
+    for u in depsgraph.updates:
+        obj = u.id.original if isinstance(u.id, bpy.types.Object) else None
+        if obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled:
+            display.follow_mode(obj)
 
 
 def _animated(id_data: bpy.types.ID | None) -> bool:
@@ -82,9 +90,10 @@ def _animated(id_data: bpy.types.ID | None) -> bool:
 
 def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = False) -> set[int]:
     """``session_uid`` of the meshes whose data the update reports changed, out of Edit Mode (whose edits
-    reach the mesh when it is left). The updates hold the evaluated copies, whose ``session_uid`` is 0:
-    their originals'. A frame change also reports every mesh whose data or shape keys are animated: those
-    are left out then (their edits are seen at the next evaluation that is not a frame change). Not seen:
+    reach the mesh when it is left: a mesh seen in Edit Mode counts as edited when it is out of it). The
+    updates hold the evaluated copies, whose ``session_uid`` is 0: their originals'. A frame change also
+    reports every mesh whose data or shape keys are animated: those are left out then (their edits are
+    seen at the next evaluation that is not a frame change). Not seen:
     weights edited in the same evaluation as the object's transform or one of its properties changes (a
     script that does both, or edits and then changes the frame of an animated object, before anything
     evaluates the scene)."""
@@ -99,11 +108,20 @@ def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = Fa
         for u in updates
         if u.is_updated_transform and isinstance(u.id, bpy.types.Object) and u.id.type == "MESH"
     }
+    # Meshes seen in Edit Mode and now out of it: whatever the edit changed is in the mesh now (its update
+    # also reports the object's transform, so the rule above would leave it out).
+    editing, left = runtime.get().edit_mode_meshes, set()
+    for mesh in {u.id.original for u in updates if isinstance(u.id, bpy.types.Mesh)}:
+        if mesh.is_editmode:
+            editing.add(mesh.session_uid)
+        elif mesh.session_uid in editing:
+            editing.discard(mesh.session_uid)
+            left.add(mesh.session_uid)
     meshes = (u.id.original for u in updates if u.is_updated_geometry and isinstance(u.id, bpy.types.Mesh))
     meshes = (m for m in meshes if not m.is_editmode and m.session_uid not in set_on_object)
     if frame_change:
         meshes = (m for m in meshes if not (_animated(m) or _animated(m.shape_keys)))
-    return {m.session_uid for m in meshes}
+    return {m.session_uid for m in meshes} | left
 
 
 @persistent

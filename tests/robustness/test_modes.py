@@ -1,0 +1,197 @@
+"""Hybrid Skin outside Object Mode, as a user paints, sculpts and edits a skinned mesh.
+
+* The GPU display hides Blender's drawing of the mesh (bounds, Armature modifier off): weight colours, the
+  edit cage and sculpt brushes would be invisible. Outside Object Mode it steps aside (the user's own setup,
+  so Blender draws the deformed mesh) and is set up again back in Object Mode, after undo and reload too.
+* The Evaluated display adds its factor group without taking the user's active vertex group: Weight Paint
+  paints the group the user picked.
+* Weights and vertices edited in Edit Mode are used without Rebind (leaving Edit Mode reports the mesh like
+  a property set on the object, which alone does not make a bind suspect).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import bmesh
+import bpy
+import numpy as np
+import pytest
+
+from tests.robustness.helpers import activate, assert_close, gpu_positions, modules, three_bone_cylinder
+from tests.support.layout import draw_panel
+from tests.support.scenes import evaluated_positions, native_positions, pose_bone
+from tests.support.snapshot import object_snapshot
+
+PAINT_MODES = ["EDIT", "WEIGHT_PAINT", "SCULPT", "VERTEX_PAINT", "TEXTURE_PAINT"]
+
+
+def _user_setup(obj: bpy.types.Object) -> dict:
+    """What the GPU display changes and must give back while it steps aside."""
+    shot = object_snapshot(obj)
+    return {
+        "display_type": obj.display_type,
+        "modifiers": shot["modifiers"],
+        "vertex_groups": shot["vertex_groups"],
+        "active_vertex_group": shot["active_vertex_group"],
+    }
+
+
+@pytest.fixture
+def bent(addon):
+    """``(modules, cylinder, user setup before Add, Blender's own deformation before Add)``: the three-bone
+    cylinder bent at its first joint, shown as the user left it (wire), Hybrid Skin added (GPU display)."""
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    cyl.display_type = "WIRE"
+    activate(cyl)
+    setup, lbs = _user_setup(cyl), evaluated_positions(cyl)
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS"
+    assert np.abs(evaluated_positions(cyl) - lbs).max() > 0.1, "the GPU display hides Blender's deformation"
+    return hs, cyl, setup, lbs
+
+
+def _mode(obj: bpy.types.Object, mode: str) -> None:
+    assert bpy.ops.object.mode_set(mode=mode) == {"FINISHED"}
+    assert obj.mode == mode
+
+
+@pytest.mark.parametrize("mode", PAINT_MODES)
+def test_the_gpu_display_steps_aside_outside_object_mode(bent, mode):
+    hs, cyl, setup, lbs = bent
+    _mode(cyl, mode)
+    assert _user_setup(cyl) == setup, f"{mode}: the user's display and modifiers are not back"
+    assert not hs.display.gpu_applied(cyl)
+    assert not hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer), f"{mode}: the mesh would be drawn twice"
+    if mode != "EDIT":  # Blender draws its own deformation again (in Edit Mode the modifier's own setting)
+        assert_close(evaluated_positions(cyl), lbs, f"Blender's deformation in {mode}")
+    _mode(cyl, "OBJECT")
+    assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS"
+    assert hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
+
+
+def test_the_panel_says_who_draws_the_mesh_outside_object_mode(bent, addon):
+    panel = importlib.import_module(addon.__name__ + ".skin.panel").VIEW3D_PT_hybrid_skin
+    note = "Blender draws the mesh until Object Mode"
+    assert note not in draw_panel(panel).labels()
+    _mode(bent[1], "WEIGHT_PAINT")
+    assert note in draw_panel(panel).labels()
+
+
+@pytest.mark.gpu
+def test_the_gpu_display_is_back_in_object_mode_with_the_weights_painted(bent, gpu_context):
+    """Paint (the Weight Paint tools a stroke shares its update with), back to Object Mode: the shader draws
+    Blender's hybrid of the new weights."""
+    hs, cyl, _setup, _lbs = bent
+    before = gpu_positions(hs, cyl)
+    _mode(cyl, "WEIGHT_PAINT")
+    assert bpy.ops.object.vertex_group_smooth(group_select_mode="ALL", factor=1.0, repeat=5) == {"FINISHED"}
+    _mode(cyl, "OBJECT")
+    drawn = gpu_positions(hs, cyl)
+    assert np.abs(drawn - before).max() > 1e-3, "the smoothing must change the result (or this test is void)"
+    hs.display.restore(cyl)
+    assert_close(drawn, native_positions(cyl, 0.5), "GPU display after Weight Paint")
+
+
+def _edit_weights(obj: bpy.types.Object) -> None:
+    """In Edit Mode, through BMesh (as edit-mode tools write them): the first joint's ring all Bone1."""
+    bm = bmesh.from_edit_mesh(obj.data)
+    layer = bm.verts.layers.deform.verify()
+    group = obj.vertex_groups["Bone1"].index
+    for v in bm.verts:
+        if abs(v.co.z - 1.0) < 0.35:
+            v[layer].clear()
+            v[layer][group] = 1.0
+    bmesh.update_edit_mesh(obj.data)
+
+
+def _move_vertices(obj: bpy.types.Object) -> None:
+    bm = bmesh.from_edit_mesh(obj.data)
+    for v in bm.verts:
+        if abs(v.co.z - 1.0) < 0.35:
+            v.co.x *= 1.5
+    bmesh.update_edit_mesh(obj.data)
+
+
+@pytest.mark.parametrize("edit", [_edit_weights, _move_vertices], ids=["weights", "vertices"])
+def test_edit_mode_edits_are_used_without_rebind(bent, edit):
+    hs, cyl, _setup, _lbs = bent
+    before = hs.api.deformed_positions(cyl, deform_factor=0.5)
+    _mode(cyl, "EDIT")
+    edit(cyl)
+    _mode(cyl, "OBJECT")
+    after = hs.api.deformed_positions(cyl, deform_factor=0.5)
+    assert np.abs(after - before).max() > 1e-3, "the edit must change the result (or this test is void)"
+    hs.display.restore(cyl)
+    assert_close(after, native_positions(cyl, 0.5), "API after Edit Mode")
+
+
+@pytest.mark.gpu
+def test_the_gpu_display_draws_edit_mode_weights(bent, gpu_context):
+    hs, cyl, _setup, _lbs = bent
+    before = gpu_positions(hs, cyl)
+    _mode(cyl, "EDIT")
+    _edit_weights(cyl)
+    _mode(cyl, "OBJECT")
+    drawn = gpu_positions(hs, cyl)
+    assert np.abs(drawn - before).max() > 1e-3, "the edit must change the result (or this test is void)"
+    hs.display.restore(cyl)
+    assert_close(drawn, native_positions(cyl, 0.5), "GPU display after Edit Mode")
+
+
+def test_undo_and_redo_across_a_mode_switch_keep_the_display_in_step(bent):
+    hs, cyl, setup, _lbs = bent
+    bpy.ops.ed.undo_push(message="added")
+    _mode(cyl, "WEIGHT_PAINT")
+    bpy.ops.ed.undo_push(message="weight paint")
+    _mode(cyl, "OBJECT")
+    bpy.ops.ed.undo_push(message="object")
+    for step in (bpy.ops.ed.undo, bpy.ops.ed.undo, bpy.ops.ed.redo, bpy.ops.ed.redo):
+        assert step() == {"FINISHED"}
+        cyl = bpy.data.objects["Cylinder"]  # undo re-reads the data
+        bpy.context.evaluated_depsgraph_get()
+        if cyl.mode == "OBJECT":
+            assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS", step
+        else:
+            assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl), (step, cyl.mode)
+    assert cyl.mode == "OBJECT" and hs.display.gpu_applied(cyl)
+
+
+def test_a_file_saved_in_weight_paint_holds_the_users_setup_and_reopens_drawn_right(bent, tmp_path):
+    hs, cyl, setup, _lbs = bent
+    _mode(cyl, "WEIGHT_PAINT")
+    path = str(tmp_path / "painting.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    cyl = bpy.data.objects["Cylinder"]
+    assert cyl.mode == "WEIGHT_PAINT", "Blender reopens a file in the mode it was saved in"
+    assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl)
+    activate(cyl)
+    _mode(cyl, "OBJECT")
+    assert hs.display.gpu_applied(cyl)
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert _user_setup(cyl) == setup
+
+
+def test_the_evaluated_display_keeps_the_users_active_vertex_group(addon):
+    arm, cyl = three_bone_cylinder()
+    cyl.vertex_groups.active_index = 1
+    picked = cyl.vertex_groups.active.name
+    cyl.hybrid_skin.display = "EVALUATED"
+    setup = _user_setup(cyl)
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    assert cyl.vertex_groups.get(hs.display.FACTOR_GROUP) is not None
+    assert cyl.vertex_groups.active.name == picked, "Weight Paint would paint the factor group"
+    _mode(cyl, "WEIGHT_PAINT")
+    assert cyl.vertex_groups.active.name == picked
+    cyl.vertex_groups.active_index = 0  # the user picks another group while painting
+    _mode(cyl, "OBJECT")
+    hs.display.restore(cyl)  # as a save does
+    assert cyl.vertex_groups.active_index == 0, "the user's pick made while the display was on is lost"
+    hs.display.apply(cyl)
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    setup["active_vertex_group"] = 0
+    assert _user_setup(cyl) == setup
