@@ -174,7 +174,8 @@ def build_binding(
     bone = np.asarray(entry_bone, dtype=np.int64)
     weight = np.asarray(entry_weight, dtype=np.float64)
     keep = bone >= 0
-    vertex, bone, weight = vertex[keep], bone[keep], weight[keep]
+    if not keep.all():  # groups that are no deform bone's (copies skipped when every entry is a bone's)
+        vertex, bone, weight = vertex[keep], bone[keep], weight[keep]
 
     mult = bones.envelope_multiply[bone]
     if mult.any():
@@ -194,10 +195,10 @@ def build_binding(
 
     # Expand every entry into two palette slots; the second is only used by B-bones.
     base = bones.virtual_base[bone]
-    first, second = base.copy(), base.copy()
-    w_first, w_second = weight.copy(), np.zeros_like(weight)
     is_bbone = bones.segments[bone] > 1
     if is_bbone.any():
+        first, second = base.copy(), base.copy()
+        w_first, w_second = weight.copy(), np.zeros_like(weight)
         sel = np.flatnonzero(is_bbone)
         seg, blend = straight_bbone_split(points[vertex[sel]], bones, bone[sel])
         curved = bones.curved[bone[sel]]
@@ -211,15 +212,14 @@ def build_binding(
         second[sel] = first[sel] + 1
         w_first[sel] = weight[sel] * (1.0 - blend)
         w_second[sel] = weight[sel] * blend
-
-    if is_bbone.any():
         slot_vertex = np.repeat(vertex, 2)
         slot_bone = np.stack([first, second], 1).ravel()
         slot_weight = np.stack([w_first, w_second], 1).ravel()
     else:  # no second slot is used: the entries as they are (the same slots, in the same order)
-        slot_vertex, slot_bone, slot_weight = vertex, first, w_first
+        slot_vertex, slot_bone, slot_weight = vertex, base, weight
     used = slot_weight != 0.0
-    slot_vertex, slot_bone, slot_weight = slot_vertex[used], slot_bone[used], slot_weight[used]
+    if not used.all():
+        slot_vertex, slot_bone, slot_weight = slot_vertex[used], slot_bone[used], slot_weight[used]
 
     per_vertex = np.bincount(slot_vertex, minlength=n)
     k = max(int(per_vertex.max(initial=0)), 1)
@@ -231,7 +231,8 @@ def build_binding(
     weights[slot_vertex, rank] = slot_weight
 
     deformed = contrib > CONTRIB_THRESHOLD
-    weights = np.divide(weights, contrib[:, None], out=np.zeros_like(weights), where=deformed[:, None])
+    np.divide(weights, contrib[:, None], out=weights, where=deformed[:, None])
+    weights[~deformed] = 0.0
     influence = np.ones(n) if mask_weight is None else np.asarray(mask_weight, dtype=np.float64)
     if mask_weight is not None and invert_mask:
         influence = 1.0 - influence

@@ -16,7 +16,6 @@ input again and binds again only if what the bind read differs (:func:`cached_bi
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -77,8 +76,6 @@ class MeshBind:
     rest_segments: dict[int, np.ndarray]
     virtual_rest: np.ndarray
     fingerprint: tuple
-    #: Digest of the weight entries the bind uses (:func:`_read_weights`): compared when suspect.
-    weights_key: bytes
     #: Blender reported the mesh's data changed since the bind or its last check (:func:`mark_edited`):
     #: the next :func:`cached_bind` compares weights and rest input before using it.
     suspect: bool = False
@@ -297,10 +294,20 @@ class _Weights:
     group_weights: dict[int, np.ndarray]
     bone_names: tuple[str, ...]  # the deform bones the entries' indices refer to
     matches_a_bone: bool
-    #: Digest of what skinning uses: each entry of a deform bone's group or a wanted group, in stored
-    #: order (which decides DQS signs), with its vertex. Other groups (the Evaluated display's factor
-    #: group, the user's own) do not change a bind.
-    key: bytes
+
+    def same_use(self, bound: MeshBind) -> bool:
+        """Whether skinning uses exactly the weights ``bound`` was built from (bit for bit): every deform
+        bone's entry in stored order (which decides DQS signs) with its vertex and weight, and the weights
+        of the wanted groups (mask, factor). Other groups (the Evaluated display's factor group, the
+        user's own) do not change a bind. No digest: the bind keeps its entries anyway, and comparing
+        them costs less than hashing them."""
+        if self.group_weights.keys() != bound.group_weights.keys() or not all(
+            _identical(w, bound.group_weights[g]) for g, w in self.group_weights.items()
+        ):
+            return False
+        if all(map(_identical, self.entries, bound.entries)):
+            return True  # every entry as it was (the usual case: nothing changed)
+        return all(map(_identical, _used(self.entries), _used(bound.entries)))
 
 
 def _read_weights(
@@ -319,8 +326,8 @@ def _read_weights(
     if not mod.use_vertex_groups:
         entry_bone = np.full_like(entry_bone, -1)
 
-    vertex = np.repeat(np.arange(len(counts)), counts)
     wanted = [gi for gi in map(obj.vertex_groups.find, {mod.vertex_group, *extra} - {""}) if gi >= 0]
+    vertex = np.repeat(np.arange(len(counts)), counts) if wanted else None
     group_weights: dict[int, np.ndarray] = {}
     for gi in wanted:
         w = np.zeros(len(counts), dtype=np.float64)
@@ -328,13 +335,22 @@ def _read_weights(
         w[vertex[hit]] = weights[hit]
         group_weights[gi] = w
 
-    used = (entry_bone >= 0) | np.isin(groups, wanted)
-    digest = hashlib.blake2b(digest_size=20)
-    for part in (vertex[used], entry_bone[used], groups[used], weights[used]):
-        digest.update(np.ascontiguousarray(part).tobytes())
-    return _Weights(
-        (counts, entry_bone, weights), group_weights, tuple(bones.names), matches_a_bone, digest.digest()
-    )
+    return _Weights((counts, entry_bone, weights), group_weights, tuple(bones.names), matches_a_bone)
+
+
+def _identical(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same shape, type and bits (a NaN weight equals itself; a changed one never compares equal)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    return bool(np.array_equal(a.view(bits), b.view(bits)))
+
+
+def _used(entries: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The deform-bone entries of ``(counts, bone, weight)`` as ``(vertex, bone, weight)``."""
+    counts, bone, weight = entries
+    used = bone >= 0
+    return np.repeat(np.arange(len(counts)), counts)[used], bone[used], weight[used]
 
 
 def bind(
@@ -386,7 +402,6 @@ def bind(
         rest_segments=rest_segments,
         virtual_rest=core_binding.virtual_rest_matrices(bones, rest_segments),
         fingerprint=_fingerprint(obj, mod),
-        weights_key=weights.key,
     )
     bound.rebuild_binding(target_to_armature(obj.evaluated_get(depsgraph), arm_eval), arm_eval)
     return bound
@@ -425,7 +440,7 @@ def cached_bind(
         or bound.object_name != obj.name
         or any(gi not in bound.group_weights for gi in map(obj.vertex_groups.find, groups) if gi >= 0)
         or ((check_rest or bound.suspect) and bound.mesh_moved(obj, mod))
-        or (bound.suspect and (read := _read_weights(obj, mod, bound.bones, groups)).key != bound.weights_key)
+        or (bound.suspect and not (read := _read_weights(obj, mod, bound.bones, groups)).same_use(bound))
     ):
         bound = binds[obj.session_uid] = bind(obj, depsgraph, mod.name, groups, weights=read)
     bound.suspect = False
