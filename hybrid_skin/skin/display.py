@@ -177,18 +177,39 @@ def _apply(obj: bpy.types.Object) -> bool:
 
 
 def follow_mode(obj: bpy.types.Object) -> None:
-    """The GPU display steps aside when ``obj`` leaves Object Mode and is set up again when it is back
-    (called by the depsgraph handler, which every mode switch runs). Painting weights, sculpting and
-    editing need Blender's own drawing of the mesh: the GPU display hides it and draws the posed mesh
-    without weight colours or an edit cage. Nothing is evaluated here (a handler must not evaluate the
-    depsgraph that called it): Blender evaluates the change at its next update."""
+    """Keep the display right across mode switches (called by the depsgraph handler, which every mode
+    switch runs).
+
+    GPU: it steps aside when ``obj`` leaves Object Mode and is set up again when it is back. Painting
+    weights, sculpting and editing need Blender's own drawing of the mesh: the GPU display hides it and
+    draws the posed mesh without weight colours or an edit cage. Nothing is evaluated here (a handler must
+    not evaluate the depsgraph that called it): Blender evaluates the change at its next update.
+
+    Evaluated: Blender refuses vertex-group writes in Edit Mode, and the edit may add or remove vertices,
+    so the factor group is written again once the mesh is out of Edit Mode (Auto factors from the pose
+    the update just evaluated)."""
     state = obj.hybrid_skin.saved_state
     if not state or obj.library is not None or obj.override_library is not None:
         return
     saved = json.loads(state)
+    if "added_modifier" in saved:
+        if obj.mode == "EDIT":
+            _factors_due(obj, saved)
+        elif saved.get("factors_due"):
+            del saved["factors_due"]
+            obj.hybrid_skin.saved_state = json.dumps(saved)
+            refresh_factor_group(obj)
+        return
     in_object_mode = obj.mode == "OBJECT"
     if ("aside" in saved and in_object_mode) or ("show_viewport" in saved and not in_object_mode):
         _apply(obj)
+
+
+def _factors_due(obj: bpy.types.Object, saved: dict) -> None:
+    """Note in the display's record that its factor group is to be written when out of Edit Mode."""
+    if not saved.get("factors_due"):
+        saved["factors_due"] = True
+        obj.hybrid_skin.saved_state = json.dumps(saved)
 
 
 #: AUTO factors written to the Evaluated display's group are rounded to this step (one bulk call per value).
@@ -201,6 +222,10 @@ def write_factor_group(obj: bpy.types.Object) -> None:
     factor cannot be resolved (e.g. a missing factor group): the group keeps its last values."""
     group = obj.vertex_groups.get(FACTOR_GROUP)
     if group is None:
+        return
+    if obj.mode == "EDIT":  # Blender refuses vertex-group writes now: written when Edit Mode is left
+        if obj.hybrid_skin.saved_state:
+            _factors_due(obj, json.loads(obj.hybrid_skin.saved_state))
         return
     wanted = factor.resolve(obj)
     if wanted.auto:

@@ -195,3 +195,45 @@ def test_the_evaluated_display_keeps_the_users_active_vertex_group(addon):
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     setup["active_vertex_group"] = 0
     assert _user_setup(cyl) == setup
+
+
+def _factor_weights(obj: bpy.types.Object, name: str) -> np.ndarray:
+    """The group's weight of every vertex (NaN where a vertex is not in it)."""
+    index = obj.vertex_groups[name].index
+    out = np.full(len(obj.data.vertices), np.nan)
+    for v in obj.data.vertices:
+        for element in v.groups:
+            if element.group == index:
+                out[v.index] = element.weight
+    return out
+
+
+def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
+    """Blender refuses vertex-group writes in Edit Mode (a factor set there raised and was lost), and an
+    edit can add vertices the factor group does not hold."""
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    cyl.hybrid_skin.display = "EVALUATED"
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    group = hs.display.FACTOR_GROUP
+    _mode(cyl, "EDIT")
+    cyl.hybrid_skin.deform_factor = 0.3  # the slider dragged in Edit Mode
+    bpy.ops.mesh.select_all(action="SELECT")
+    assert bpy.ops.mesh.subdivide(number_cuts=1) == {"FINISHED"}  # vertices the group never held
+    _mode(cyl, "OBJECT")
+    weights = _factor_weights(cyl, group)
+    assert len(weights) > 888 and np.allclose(weights, 0.3), "the Evaluated display mixes by stale factors"
+    assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.3), "Evaluated display")
+
+    cyl.hybrid_skin.factor_mode = "AUTO"
+    hs.runtime.get().reported.clear()
+    _mode(cyl, "EDIT")
+    bpy.context.scene.frame_set(bpy.context.scene.frame_current)  # Auto factors follow frame changes
+    assert not hs.runtime.get().reported, "a message for a mesh the user is editing"
+    assert bpy.ops.mesh.subdivide(number_cuts=1) == {"FINISHED"}
+    _mode(cyl, "OBJECT")
+    dg = bpy.context.evaluated_depsgraph_get()
+    auto = hs.bind.cached_bind(cyl, dg).posed(dg).auto_factors()
+    assert len(auto) == len(cyl.data.vertices) and np.ptp(auto) > 0.01, "Auto factors vary (or this is void)"
+    assert np.allclose(_factor_weights(cyl, group), auto, atol=hs.display.AUTO_STEP)
