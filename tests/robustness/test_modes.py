@@ -237,3 +237,17 @@ def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     auto = hs.bind.cached_bind(cyl, dg).posed(dg).auto_factors()
     assert len(auto) == len(cyl.data.vertices) and np.ptp(auto) > 0.01, "Auto factors vary (or this is void)"
     assert np.allclose(_factor_weights(cyl, group), auto, atol=hs.display.AUTO_STEP)
+
+
+def test_switching_the_display_while_painting_keeps_blenders_drawing_until_object_mode(bent):
+    hs, cyl, setup, lbs = bent
+    _mode(cyl, "WEIGHT_PAINT")
+    cyl.hybrid_skin.display = "EVALUATED"
+    assert cyl.modifiers.get(hs.display.DQS_MODIFIER) is not None, "Evaluated: Blender's own hybrid"
+    cyl.hybrid_skin.display = "GPU"
+    assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl)
+    assert_close(evaluated_positions(cyl), lbs, "Blender's deformation while painting")
+    _mode(cyl, "OBJECT")
+    assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS"
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert _user_setup(cyl) == setup
