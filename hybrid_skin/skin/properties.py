@@ -23,7 +23,13 @@ FACTOR_MODES = [
     ("AUTO", "Auto", "Per-vertex factor from each joint's twist and swing, every frame", 2),
 ]
 DISPLAYS = [
-    ("GPU", "GPU", "Draw the hybrid live in the viewport with the add-on's shaders", 0),
+    (
+        "GPU",
+        "GPU",
+        "Draw the hybrid live in the viewport with the add-on's shaders (in Object Mode; while you edit, "
+        "paint or sculpt, Blender draws the mesh)",
+        0,
+    ),
     ("EVALUATED", "Evaluated", "Blender's own modifiers compute the hybrid: renders and exporters see it", 1),
 ]
 
