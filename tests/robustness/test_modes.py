@@ -21,7 +21,7 @@ import pytest
 from tests.robustness.helpers import activate, assert_close, gpu_positions, modules, three_bone_cylinder
 from tests.support.layout import draw_panel
 from tests.support.scenes import evaluated_positions, native_positions, pose_bone
-from tests.support.snapshot import object_snapshot
+from tests.support.snapshot import differences, object_snapshot
 
 PAINT_MODES = ["EDIT", "WEIGHT_PAINT", "SCULPT", "VERTEX_PAINT", "TEXTURE_PAINT"]
 
@@ -251,3 +251,23 @@ def test_switching_the_display_while_painting_keeps_blenders_drawing_until_objec
     assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS"
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert _user_setup(cyl) == setup
+
+
+def test_a_save_in_edit_mode_with_the_evaluated_display_stores_the_users_mesh_exactly(addon, tmp_path):
+    """Saving restores the user's setup first (the factor group and modifier leave the file) and puts the
+    display back after: both in Edit Mode, where the factor group's weights live in the edit mesh."""
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    cyl.hybrid_skin.display = "EVALUATED"
+    before = object_snapshot(cyl)
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    _mode(cyl, "EDIT")
+    hs.handlers.on_save_pre()
+    _mode(cyl, "OBJECT")
+    assert differences(before, object_snapshot(cyl)) == [], "the file would hold Hybrid Skin's own setup"
+    _mode(cyl, "EDIT")
+    hs.handlers.on_save_post()
+    _mode(cyl, "OBJECT")
+    assert cyl.modifiers.get(hs.display.DQS_MODIFIER) is not None
+    assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.5), "after the save")
