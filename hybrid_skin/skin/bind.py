@@ -11,7 +11,8 @@ object and re-bound when its mesh, modifier settings, vertex groups or bones cha
 compared at every use (reading them costs most of a bind), so a mesh whose data Blender reports changed (a
 weight painted or set by a script, vertices moved, but also a modifier shown or hidden) makes its binds
 *suspect* (:func:`mark_edited`, from the depsgraph handlers): the next use reads the weights and the rest
-input again and binds again only if what the bind read differs (:func:`cached_bind`).
+input again and binds again only if what the bind read differs (:func:`cached_bind`; reading and comparing
+weights: :mod:`.weights`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..core import autofactor
 from ..core import binding as core_binding
 from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin, skin_with_ends
 from ..errors import HybridSkinError
+from . import weights as weights_mod
 
 __all__ = [
     "TRANSFORM_TOLERANCE",
@@ -70,7 +72,7 @@ class MeshBind:
     pose_index: np.ndarray
     rest_positions: np.ndarray
     rest_normals: np.ndarray
-    entries: tuple[np.ndarray, np.ndarray, np.ndarray]  # counts, deform bone per entry, weight
+    entries: weights_mod.Entries  # counts, deform bone per entry, weight
     group_weights: dict[int, np.ndarray]  # vertex group index → (N,) weights, for mask/factor groups
     mask: tuple[int, bool, bool]  # (group index or -1, invert, use envelopes)
     rest_segments: dict[int, np.ndarray]
@@ -288,84 +290,19 @@ def _bone_rest_key(arm: bpy.types.Object | None) -> bytes:
     return buf.tobytes()
 
 
-@dataclass(frozen=True)
-class _Weights:
-    entries: tuple[np.ndarray, np.ndarray, np.ndarray]  # counts, deform bone per entry (or -1), weight
-    group_weights: dict[int, np.ndarray]
-    bone_names: tuple[str, ...]  # the deform bones the entries' indices refer to
-    matches_a_bone: bool
-
-    def same_use(self, bound: MeshBind) -> bool:
-        """Whether skinning uses exactly the weights ``bound`` was built from (bit for bit): every deform
-        bone's entry in stored order (which decides DQS signs) with its vertex and weight, and the weights
-        of the wanted groups (mask, factor). Other groups (the Evaluated display's factor group, the
-        user's own) do not change a bind. No digest: the bind keeps its entries anyway, and comparing
-        them costs less than hashing them."""
-        if self.group_weights.keys() != bound.group_weights.keys() or not all(
-            _identical(w, bound.group_weights[g]) for g, w in self.group_weights.items()
-        ):
-            return False
-        if all(map(_identical, self.entries, bound.entries)):
-            return True  # every entry as it was (the usual case: nothing changed)
-        return all(map(_identical, _used(self.entries), _used(bound.entries)))
-
-
-def _read_weights(
-    obj: bpy.types.Object,
-    mod: bpy.types.ArmatureModifier,
-    bones: core_binding.DeformBones,
-    extra: tuple[str, ...],
-) -> _Weights:
-    """The mesh's weight entries as a bind uses them (one bulk read of every entry)."""
-    counts, groups, weights = bridge.read_vertex_group_entries(obj.data)
-    group_names = [g.name for g in obj.vertex_groups]
-    bone_of_name = {name: i for i, name in enumerate(bones.names)}
-    group_to_bone = np.array([bone_of_name.get(name, -1) for name in group_names] + [-1], dtype=np.int64)
-    entry_bone = group_to_bone[np.where(groups < len(group_names), groups, len(group_names))]
-    matches_a_bone = bool(np.any(group_to_bone >= 0))
-    if not mod.use_vertex_groups:
-        entry_bone = np.full_like(entry_bone, -1)
-
-    wanted = [gi for gi in map(obj.vertex_groups.find, {mod.vertex_group, *extra} - {""}) if gi >= 0]
-    vertex = np.repeat(np.arange(len(counts)), counts) if wanted else None
-    group_weights: dict[int, np.ndarray] = {}
-    for gi in wanted:
-        w = np.zeros(len(counts), dtype=np.float64)
-        hit = groups == gi
-        w[vertex[hit]] = weights[hit]
-        group_weights[gi] = w
-
-    return _Weights((counts, entry_bone, weights), group_weights, tuple(bones.names), matches_a_bone)
-
-
-def _identical(a: np.ndarray, b: np.ndarray) -> bool:
-    """Same shape, type and bits (a NaN weight equals itself; a changed one never compares equal)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    bits = np.dtype(f"u{a.dtype.itemsize}")
-    return bool(np.array_equal(a.view(bits), b.view(bits)))
-
-
-def _used(entries: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """The deform-bone entries of ``(counts, bone, weight)`` as ``(vertex, bone, weight)``."""
-    counts, bone, weight = entries
-    used = bone >= 0
-    return np.repeat(np.arange(len(counts)), counts)[used], bone[used], weight[used]
-
-
 def bind(
     obj: bpy.types.Object,
     depsgraph: bpy.types.Depsgraph,
     modifier_name: str = "",
     extra_groups: tuple[str, ...] = (),
     *,
-    weights: _Weights | None = None,
+    weights: weights_mod.Weights | None = None,
 ) -> MeshBind:
     """Read everything a mesh needs for skinning (not cached: see :func:`cached_bind`).
 
     ``modifier_name``: the Armature modifier to follow (the first one when empty); ``extra_groups``:
     vertex groups whose weights the bind keeps besides the modifier's mask group (the factor group);
-    ``weights``: the mesh's weights as :func:`_read_weights` read them just before, for these groups.
+    ``weights``: the mesh's weights as :func:`.weights.read` read them just before, for these groups.
     Raises :class:`..errors.HybridSkinError` on bad input."""
     mod = bridge.armature_modifier(obj, modifier_name)
     arm = bridge.validate(obj, mod, rest_in_edit_mode=True)
@@ -373,7 +310,7 @@ def bind(
     arm_eval = arm.evaluated_get(depsgraph)
     positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
     if weights is None or weights.bone_names != bones.names:
-        weights = _read_weights(obj, mod, bones, extra_groups)
+        weights = weights_mod.read(obj, mod, bones, extra_groups)
     if mod.use_vertex_groups and not mod.use_bone_envelopes and not weights.matches_a_bone:
         raise HybridSkinError(
             f"No vertex group of '{obj.name}' matches a deform bone of '{arm.name}': "
@@ -433,14 +370,19 @@ def cached_bind(
     groups = bind_groups(obj)
     binds = runtime.get().binds
     bound = binds.get(obj.session_uid)
-    read: _Weights | None = None  # weights read to compare: a rebind uses them (one read, not two)
+    read: weights_mod.Weights | None = None  # weights read to compare: a rebind uses them (one read, not two)
     if (
         bound is None
         or bound.fingerprint != _fingerprint(obj, mod)
         or bound.object_name != obj.name
         or any(gi not in bound.group_weights for gi in map(obj.vertex_groups.find, groups) if gi >= 0)
         or ((check_rest or bound.suspect) and bound.mesh_moved(obj, mod))
-        or (bound.suspect and not (read := _read_weights(obj, mod, bound.bones, groups)).same_use(bound))
+        or (
+            bound.suspect
+            and not (read := weights_mod.read(obj, mod, bound.bones, groups)).same_use(
+                bound.entries, bound.group_weights
+            )
+        )
     ):
         bound = binds[obj.session_uid] = bind(obj, depsgraph, mod.name, groups, weights=read)
     bound.suspect = False
