@@ -93,10 +93,11 @@ def _restore(obj: bpy.types.Object) -> None:
     group = obj.vertex_groups.get(FACTOR_GROUP)
     if group is not None and saved.get("added_group"):
         active = obj.vertex_groups.active
+        picked = None if active is None or active.name == FACTOR_GROUP else active.name
         obj.vertex_groups.remove(group)
-        if active is not None and active != group:  # the user's choice, made while the display was on
-            obj.vertex_groups.active_index = active.index
-        elif len(obj.vertex_groups) > saved["active_group"] >= 0:
+        if picked is not None:  # the user's choice, made while the display was on
+            obj.vertex_groups.active_index = obj.vertex_groups[picked].index
+        elif len(obj.vertex_groups) > saved["active_group"] >= 0:  # records that made the group active
             obj.vertex_groups.active_index = saved["active_group"]
     shown = saved.get("show_viewport", {})
     entries = shown if isinstance(shown, list) else [[0, name, v] for name, v in shown.items()]

@@ -76,7 +76,8 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     edited = edited_meshes(depsgraph)
     if edited:
         bind.mark_edited(edited)
-    # Every mode switch evaluates (the mode operators do): the GPU display steps aside outside Object Mode.
+    # Every mode switch evaluates (the mode operators do): the GPU display steps aside outside Object Mode,
+    # the Evaluated display writes the factors Edit Mode held back.
     for u in depsgraph.updates:
         obj = u.id.original if isinstance(u.id, bpy.types.Object) else None
         if obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled:
