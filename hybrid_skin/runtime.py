@@ -59,6 +59,10 @@ class Runtime:
     #: ``Mesh.session_uid`` of meshes a depsgraph update showed in Edit Mode (:mod:`.skin.handlers`): when
     #: one is out of it, its edits are in the mesh and its binds are compared before their next use.
     edit_mode_meshes: set[int] = field(default_factory=set)
+    #: ``Object.session_uid`` → what the Evaluated display's factor group holds (:mod:`.skin.display`):
+    #: ``((mode, number, group), weak reference to the bind or None)``; frame changes rewrite it only
+    #: when that changed (an animated factor, a painted factor group).
+    factors_written: dict[int, tuple] = field(default_factory=dict)
 
     def bump(self) -> None:
         """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""

@@ -19,6 +19,7 @@ reload and undo) and restored by :func:`restore`.
 from __future__ import annotations
 
 import json
+import weakref
 
 import bpy
 import numpy as np
@@ -194,22 +195,23 @@ def follow_mode(obj: bpy.types.Object) -> None:
         return
     saved = json.loads(state)
     if "added_modifier" in saved:
-        if obj.mode == "EDIT":
-            _factors_due(obj, saved)
+        if obj.mode != "OBJECT":
+            _factors_due(obj, saved, obj.mode)
         elif saved.get("factors_due"):
-            del saved["factors_due"]
+            edited = saved.pop("factors_due") == "EDIT"  # the edit may have added vertices: write them all
             obj.hybrid_skin.saved_state = json.dumps(saved)
-            refresh_factor_group(obj)
+            refresh_factor_group(obj, only_if_changed=not edited)
         return
     in_object_mode = obj.mode == "OBJECT"
     if ("aside" in saved and in_object_mode) or ("show_viewport" in saved and not in_object_mode):
         _apply(obj)
 
 
-def _factors_due(obj: bpy.types.Object, saved: dict) -> None:
-    """Note in the display's record that its factor group is to be written when out of Edit Mode."""
-    if not saved.get("factors_due"):
-        saved["factors_due"] = True
+def _factors_due(obj: bpy.types.Object, saved: dict, mode: str) -> None:
+    """Note in the display's record that its factor group is to be written back in Object Mode (``mode``:
+    where it was; Edit Mode wins, its edits may have added vertices)."""
+    if saved.get("factors_due") not in (mode, "EDIT"):
+        saved["factors_due"] = mode
         obj.hybrid_skin.saved_state = json.dumps(saved)
 
 
@@ -217,18 +219,32 @@ def _factors_due(obj: bpy.types.Object, saved: dict) -> None:
 AUTO_STEP = 1.0 / 1024.0
 
 
-def write_factor_group(obj: bpy.types.Object) -> None:
+def write_factor_group(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
     """Store the object's per-vertex factors in the Evaluated display's vertex group (Blender mixes by
     its weight); Auto factors from the current pose. Raises :class:`..errors.HybridSkinError` when the
-    factor cannot be resolved (e.g. a missing factor group): the group keeps its last values."""
+    factor cannot be resolved (e.g. a missing factor group): the group keeps its last values.
+
+    ``only_if_changed``: skip the write when the group already holds these factors: the same mode,
+    number and group, and for a vertex group the same bind (a painted group binds again when next used).
+    Auto factors follow the pose: always written."""
     group = obj.vertex_groups.get(FACTOR_GROUP)
     if group is None:
         return
     if obj.mode == "EDIT":  # Blender refuses vertex-group writes now: written when Edit Mode is left
         if obj.hybrid_skin.saved_state:
-            _factors_due(obj, json.loads(obj.hybrid_skin.saved_state))
+            _factors_due(obj, json.loads(obj.hybrid_skin.saved_state), "EDIT")
         return
-    wanted = factor.resolve(obj)
+    settings, written = obj.hybrid_skin, runtime.get().factors_written
+    bound = None
+    if settings.factor_mode == "VERTEX_GROUP":
+        bound = bind.cached_bind(obj, bpy.context.evaluated_depsgraph_get(), check_rest=False)
+    key = (settings.factor_mode, float(settings.deform_factor), settings.factor_vertex_group)
+    if only_if_changed and settings.factor_mode != "AUTO":
+        old = written.get(obj.session_uid)
+        if old is not None and old[0] == key and (old[1] is None if bound is None else old[1]() is bound):
+            return
+    written.pop(obj.session_uid, None)  # a write that fails half-way is written again next time
+    wanted = factor.resolve(obj, bound)
     if wanted.auto:
         depsgraph = bpy.context.evaluated_depsgraph_get()
         auto = bind.cached_bind(obj, depsgraph, check_rest=False).posed(depsgraph).auto_factors()
@@ -242,13 +258,14 @@ def write_factor_group(obj: bpy.types.Object) -> None:
     for value in np.unique(values):
         if value != 0.0:
             group.add(np.flatnonzero(values == value).tolist(), float(value), "REPLACE")
+    written[obj.session_uid] = (key, None if bound is None else weakref.ref(bound))
 
 
-def refresh_factor_group(obj: bpy.types.Object) -> None:
+def refresh_factor_group(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
     """:func:`write_factor_group` from a property update, a handler or :func:`apply`, which cannot show an
     operator report: a factor that cannot be resolved is printed once (the display stays applied)."""
     try:
-        write_factor_group(obj)
+        write_factor_group(obj, only_if_changed)
     except HybridSkinError as err:
         runtime.get().report_once(obj, err)
 

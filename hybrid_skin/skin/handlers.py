@@ -45,6 +45,7 @@ def on_load_post(*_args) -> None:
     bind.forget_all()
     viewport.forget()
     runtime.get().edit_mode_meshes.clear()
+    runtime.get().factors_written.clear()
     runtime.get().reported.clear()  # another file: its problems are said again
     reapply_all()
 
@@ -63,6 +64,7 @@ def on_save_post(*_args) -> None:
 def on_undo_redo(*_args) -> None:
     bind.forget_all()
     viewport.forget()
+    runtime.get().factors_written.clear()  # the step brought its own factor group back
     for obj in enabled_objects():  # a step may hold another mode than the one it brings back
         display.follow_mode(obj)
 
@@ -133,10 +135,12 @@ def on_frame_change(scene=None, depsgraph=None, *_args) -> None:
     edited = edited_meshes(depsgraph, frame_change=True)
     if edited:
         bind.mark_edited(edited)
-    for obj in enabled_objects():  # the Evaluated display's AUTO factors follow the pose
+    # The Evaluated display's factors follow the frame: Auto ones the pose, the others an animated or
+    # driven Deform Factor and a factor group painted since (rewritten only when they changed).
+    for obj in enabled_objects():
         settings = obj.hybrid_skin
-        if settings.display == "EVALUATED" and settings.factor_mode == "AUTO" and not settings.bake_state:
-            display.refresh_factor_group(obj)
+        if settings.display == "EVALUATED" and not settings.bake_state:
+            display.refresh_factor_group(obj, only_if_changed=True)
 
 
 _HANDLERS = (

@@ -1,0 +1,81 @@
+"""The Evaluated display (Blender's own stack, the render path) mixes by a vertex group the add-on writes.
+That group must follow the factor the panel shows whenever it changes without a property update: a
+keyframed or driven Deform Factor during playback and renders, and a factor group painted in Weight Paint
+or set by a script. Truth: Blender's own LBS + Preserve Volume mix at the factor the settings give.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from tests.robustness.helpers import activate, assert_close, modules, three_bone_cylinder
+from tests.support.scenes import evaluated_positions, native_positions, pose_bone
+
+
+def _group_weights(obj: bpy.types.Object, name: str) -> np.ndarray:
+    """The group's weight of every vertex (0 where a vertex is not in it)."""
+    index = obj.vertex_groups[name].index
+    out = np.zeros(len(obj.data.vertices))
+    for v in obj.data.vertices:
+        for element in v.groups:
+            if element.group == index:
+                out[v.index] = element.weight
+    return out
+
+
+def _bent(display_factor_mode: str = "GLOBAL"):
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    cyl.hybrid_skin.display = "EVALUATED"
+    cyl.hybrid_skin.factor_mode = display_factor_mode
+    activate(cyl)
+    return arm, cyl
+
+
+def _shown_equals_blender(hs, cyl: bpy.types.Object, factor, what: str) -> np.ndarray:
+    """What the Evaluated display shows equals Blender's own mix at ``factor`` (the display is taken down
+    to measure Blender's mix on the user's own modifier, then put back)."""
+    shown = evaluated_positions(cyl)
+    hs.display.restore(cyl)
+    assert_close(shown, native_positions(cyl, factor), what)
+    hs.display.apply(cyl)
+    return shown
+
+
+def test_a_keyframed_deform_factor_drives_the_evaluated_display(addon):
+    arm, cyl = _bent()
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    settings = cyl.hybrid_skin
+    for frame, value in ((1, 0.1), (11, 0.9)):
+        settings.deform_factor = value
+        cyl.keyframe_insert("hybrid_skin.deform_factor", frame=frame)
+    shown = []
+    for frame, value in ((1, 0.1), (6, 0.5), (11, 0.9), (6, 0.5)):
+        bpy.context.scene.frame_set(frame)
+        assert abs(settings.deform_factor - value) < 1e-6
+        shown.append(_shown_equals_blender(hs, cyl, value, f"frame {frame}"))
+    assert np.abs(shown[0] - shown[2]).max() > 1e-2, "the factor must matter (or this test is void)"
+
+
+def test_a_painted_factor_group_reaches_the_evaluated_display(addon):
+    arm, cyl = _bent("VERTEX_GROUP")
+    twist = cyl.vertex_groups.new(name="Twist")
+    twist.add(list(range(len(cyl.data.vertices))), 0.2, "REPLACE")
+    cyl.hybrid_skin.factor_vertex_group = "Twist"
+    cyl.hybrid_skin.deform_factor = 1.0
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    before = _shown_equals_blender(hs, cyl, _group_weights(cyl, "Twist"), "before painting")
+    ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
+
+    assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
+    twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
+    assert bpy.ops.object.mode_set(mode="OBJECT") == {"FINISHED"}
+    painted = _shown_equals_blender(hs, cyl, _group_weights(cyl, "Twist"), "after Weight Paint")
+    assert np.abs(painted - before).max() > 1e-3, "the paint must change the mix (or this test is void)"
+
+    twist.add(ring, 0.6, "REPLACE")  # a script, in Object Mode: shown at the next frame change
+    bpy.context.scene.frame_set(bpy.context.scene.frame_current)
+    _shown_equals_blender(hs, cyl, _group_weights(cyl, "Twist"), "after a script's edit and a frame change")
