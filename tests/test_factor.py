@@ -13,7 +13,7 @@ import bpy
 import numpy as np
 import pytest
 
-from tests.support.scenes import make_chain_armature, make_cylinder, pose_bone, skin_to_chain
+from tests.support.scenes import group_weights, make_chain_armature, make_cylinder, pose_bone, skin_to_chain
 
 MESSAGE = "'Cylinder': factor vertex group 'Missing' does not exist"
 
@@ -27,16 +27,6 @@ def cylinder():
     bpy.context.view_layer.objects.active = cyl
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     return cyl
-
-
-def group_weights(obj: bpy.types.Object, name: str) -> np.ndarray:
-    index = obj.vertex_groups[name].index
-    weights = np.zeros(len(obj.data.vertices))
-    for v in obj.data.vertices:
-        for g in v.groups:
-            if g.group == index:
-                weights[v.index] = g.weight
-    return weights
 
 
 def test_a_missing_factor_group_is_one_error_for_every_feature(addon, cylinder, capsys):

@@ -10,18 +10,7 @@ import bpy
 import numpy as np
 
 from tests.robustness.helpers import activate, assert_close, modules, three_bone_cylinder
-from tests.support.scenes import evaluated_positions, native_positions, pose_bone
-
-
-def _group_weights(obj: bpy.types.Object, name: str) -> np.ndarray:
-    """The group's weight of every vertex (0 where a vertex is not in it)."""
-    index = obj.vertex_groups[name].index
-    out = np.zeros(len(obj.data.vertices))
-    for v in obj.data.vertices:
-        for element in v.groups:
-            if element.group == index:
-                out[v.index] = element.weight
-    return out
+from tests.support.scenes import evaluated_positions, group_weights, native_positions, pose_bone
 
 
 def _bent(display_factor_mode: str = "GLOBAL"):
@@ -67,15 +56,15 @@ def test_a_painted_factor_group_reaches_the_evaluated_display(addon):
     cyl.hybrid_skin.deform_factor = 1.0
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     hs = modules(addon)
-    before = _shown_equals_blender(hs, cyl, _group_weights(cyl, "Twist"), "before painting")
+    before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
     ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
 
     assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
     twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
     assert bpy.ops.object.mode_set(mode="OBJECT") == {"FINISHED"}
-    painted = _shown_equals_blender(hs, cyl, _group_weights(cyl, "Twist"), "after Weight Paint")
+    painted = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "after Weight Paint")
     assert np.abs(painted - before).max() > 1e-3, "the paint must change the mix (or this test is void)"
 
     twist.add(ring, 0.6, "REPLACE")  # a script, in Object Mode: shown at the next frame change
     bpy.context.scene.frame_set(bpy.context.scene.frame_current)
-    _shown_equals_blender(hs, cyl, _group_weights(cyl, "Twist"), "after a script's edit and a frame change")
+    _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "after a script's edit and a frame change")

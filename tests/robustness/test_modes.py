@@ -20,7 +20,7 @@ import pytest
 
 from tests.robustness.helpers import activate, assert_close, gpu_positions, modules, three_bone_cylinder
 from tests.support.layout import draw_panel
-from tests.support.scenes import evaluated_positions, native_positions, pose_bone
+from tests.support.scenes import evaluated_positions, group_weights, native_positions, pose_bone
 from tests.support.snapshot import differences, object_snapshot
 
 PAINT_MODES = ["EDIT", "WEIGHT_PAINT", "SCULPT", "VERTEX_PAINT", "TEXTURE_PAINT"]
@@ -197,17 +197,6 @@ def test_the_evaluated_display_keeps_the_users_active_vertex_group(addon):
     assert _user_setup(cyl) == setup
 
 
-def _factor_weights(obj: bpy.types.Object, name: str) -> np.ndarray:
-    """The group's weight of every vertex (NaN where a vertex is not in it)."""
-    index = obj.vertex_groups[name].index
-    out = np.full(len(obj.data.vertices), np.nan)
-    for v in obj.data.vertices:
-        for element in v.groups:
-            if element.group == index:
-                out[v.index] = element.weight
-    return out
-
-
 def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     """Blender refuses vertex-group writes in Edit Mode (a factor set there raised and was lost), and an
     edit can add vertices the factor group does not hold."""
@@ -222,7 +211,7 @@ def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     bpy.ops.mesh.select_all(action="SELECT")
     assert bpy.ops.mesh.subdivide(number_cuts=1) == {"FINISHED"}  # vertices the group never held
     _mode(cyl, "OBJECT")
-    weights = _factor_weights(cyl, group)
+    weights = group_weights(cyl, group)
     assert len(weights) > 888 and np.allclose(weights, 0.3), "the Evaluated display mixes by stale factors"
     assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.3), "Evaluated display")
 
@@ -236,7 +225,7 @@ def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     dg = bpy.context.evaluated_depsgraph_get()
     auto = hs.bind.cached_bind(cyl, dg).posed(dg).auto_factors()
     assert len(auto) == len(cyl.data.vertices) and np.ptp(auto) > 0.01, "Auto factors vary (or this is void)"
-    assert np.allclose(_factor_weights(cyl, group), auto, atol=hs.display.AUTO_STEP)
+    assert np.allclose(group_weights(cyl, group), auto, atol=hs.display.AUTO_STEP)
 
 
 def test_switching_the_display_while_painting_keeps_blenders_drawing_until_object_mode(bent):

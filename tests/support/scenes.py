@@ -24,6 +24,17 @@ def evaluated_positions(obj: bpy.types.Object) -> np.ndarray:
     return out.reshape(-1, 3)
 
 
+def group_weights(obj: bpy.types.Object, name: str) -> np.ndarray:
+    """The vertex group's weight of every vertex, 0 where a vertex is not in it."""
+    index = obj.vertex_groups[name].index
+    weights = np.zeros(len(obj.data.vertices))
+    for v in obj.data.vertices:
+        for g in v.groups:
+            if g.group == index:
+                weights[v.index] = g.weight
+    return weights
+
+
 def native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -> np.ndarray:
     """Blender's own result: LBS (f=0), Preserve Volume (f=1), or LBS + multi-modifier DQS mix.
 
