@@ -184,12 +184,14 @@ def follow_mode(obj: bpy.types.Object) -> None:
 
     GPU: it steps aside when ``obj`` leaves Object Mode and is set up again when it is back. Painting
     weights, sculpting and editing need Blender's own drawing of the mesh: the GPU display hides it and
-    draws the posed mesh without weight colours or an edit cage. Nothing is evaluated here (a handler must
-    not evaluate the depsgraph that called it): Blender evaluates the change at its next update.
+    draws the posed mesh without weight colours or an edit cage. Only settings change here, nothing is
+    evaluated: Blender evaluates the change after its handlers, without calling them again.
 
-    Evaluated: Blender refuses vertex-group writes in Edit Mode, and the edit may add or remove vertices,
-    so the factor group is written again once the mesh is out of Edit Mode (Auto factors from the pose
-    the update just evaluated)."""
+    Evaluated: back in Object Mode the factor group is written again: in full after Edit Mode (Blender
+    refuses vertex-group writes there, and the edit may add or remove vertices), after other modes only
+    if it changed (a factor group painted in Weight Paint). A vertex-group or Auto factor reads the bind,
+    which may evaluate the scene (a rebind of a mesh with shape keys); ``factors_due`` is cleared before,
+    so the nested update does not write again."""
     state = obj.hybrid_skin.saved_state
     if not state or obj.library is not None or obj.override_library is not None:
         return

@@ -79,7 +79,7 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     if edited:
         bind.mark_edited(edited)
     # Every mode switch evaluates (the mode operators do): the GPU display steps aside outside Object Mode,
-    # the Evaluated display writes the factors Edit Mode held back.
+    # the Evaluated display writes the factors held back outside it.
     for u in depsgraph.updates:
         obj = u.id.original if isinstance(u.id, bpy.types.Object) else None
         if obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled:
