@@ -253,14 +253,25 @@ def write_factor_group(obj: bpy.types.Object, only_if_changed: bool = False) -> 
         values = np.round(auto / AUTO_STEP) * AUTO_STEP
     else:
         values = wanted.values()
-    n = len(obj.data.vertices)
-    values = np.broadcast_to(np.asarray(values, dtype=np.float32), (n,))
-    everything = list(range(n))
-    group.add(everything, 0.0, "REPLACE")
-    for value in np.unique(values):
-        if value != 0.0:
-            group.add(np.flatnonzero(values == value).tolist(), float(value), "REPLACE")
+    _write_weights(group, np.broadcast_to(np.asarray(values, dtype=np.float32), (len(obj.data.vertices),)))
     written[obj.session_uid] = (key, None if bound is None else weakref.ref(bound))
+
+
+def _write_weights(group: bpy.types.VertexGroup, values: np.ndarray) -> None:
+    """Every vertex's weight in ``group``: one ``add`` per distinct value (Blender has no bulk write), the
+    vertices of each found by one sort — a painted group has about as many values as vertices, and
+    searching the whole mesh per value was quadratic (0.25 s at 10k vertices, seconds at 50k)."""
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    starts = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
+    ends = np.append(starts[1:], len(ranked))
+    zero = np.flatnonzero(values == 0.0)
+    if len(zero):
+        group.add(zero.tolist(), 0.0, "REPLACE")
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        value = float(ranked[start])
+        if value != 0.0:
+            group.add(order[start:end].tolist(), value, "REPLACE")
 
 
 def refresh_factor_group(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
