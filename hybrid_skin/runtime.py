@@ -63,6 +63,9 @@ class Runtime:
     #: ``((mode, number, group), weak reference to the bind or None)``; frame changes rewrite it only
     #: when that changed (an animated factor, a painted factor group).
     factors_written: dict[int, tuple] = field(default_factory=dict)
+    #: ``Object.session_uid`` of Evaluated displays whose factor group was painted (or set by a script):
+    #: written by a timer once the stroke is over (:func:`.skin.handlers.refresh_painted_factors`).
+    factors_painted: set[int] = field(default_factory=set)
 
     def bump(self) -> None:
         """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""

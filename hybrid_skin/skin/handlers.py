@@ -64,7 +64,10 @@ def on_save_post(*_args) -> None:
 def on_undo_redo(*_args) -> None:
     bind.forget_all()
     viewport.forget()
-    runtime.get().factors_written.clear()  # the step brought its own factor group back
+    # The step brought its own factor group back, which may lag the user's factor group it brought (a
+    # stroke's step is pushed before the timer writes): the update after the undo reports every mesh
+    # edited, which queues the write again (on_depsgraph_update).
+    runtime.get().factors_written.clear()
     for obj in enabled_objects():  # a step may hold another mode than the one it brings back
         display.follow_mode(obj)
 
@@ -78,12 +81,63 @@ def on_depsgraph_update(scene, depsgraph) -> None:
     edited = edited_meshes(depsgraph)
     if edited:
         bind.mark_edited(edited)
+        _painted_factor_groups(edited - runtime.get().own_mesh_edits)
     # Every mode switch evaluates (the mode operators do): the GPU display steps aside outside Object Mode,
     # the Evaluated display writes the factors held back outside it.
     for u in depsgraph.updates:
         obj = u.id.original if isinstance(u.id, bpy.types.Object) else None
         if obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled:
             display.follow_mode(obj)
+
+
+#: Seconds between a weight edit and the Evaluated display showing a painted factor group (the dabs of a
+#: stroke coalesce); while a paint stroke runs, the timer waits this long again.
+PAINT_REFRESH_S = 0.2
+
+
+def _painted_factor_groups(edited: set[int]) -> None:
+    """The Evaluated display mixes by a group the add-on writes from the user's factor group: when a weight
+    edit may have changed that group (painted, set by a script), the write is queued for a timer. Not here:
+    writing needs the bind, which may evaluate the scene, and nothing may evaluate inside this handler."""
+    pending = runtime.get().factors_painted
+    for obj in enabled_objects():
+        settings = obj.hybrid_skin
+        if (
+            settings.display == "EVALUATED"
+            and settings.factor_mode == "VERTEX_GROUP"
+            and not settings.bake_state
+            and obj.data.session_uid in edited
+        ):
+            pending.add(obj.session_uid)
+    if pending and not bpy.app.timers.is_registered(refresh_painted_factors):
+        # Persistent: a file load must not drop a pending timer (see register()); unregister() removes it.
+        bpy.app.timers.register(refresh_painted_factors, first_interval=PAINT_REFRESH_S, persistent=True)
+
+
+def _stroke_running() -> bool:
+    """A paint or sculpt stroke is in progress (it may hold the mesh's weight arrays: nothing else writes
+    them until it ends)."""
+    wm = getattr(bpy.context, "window_manager", None)
+    return wm is not None and any(
+        op.bl_idname.startswith(("PAINT_OT_", "SCULPT_OT_")) for w in wm.windows for op in w.modal_operators
+    )
+
+
+def refresh_painted_factors() -> float | None:
+    """Timer: write the factor group of each Evaluated display queued by :func:`_painted_factor_groups` if
+    the user's factor group changed (the bind compares it), after any stroke in progress. The write is the
+    add-on's own edit: it leaves the binds trusted."""
+    state = runtime.current()
+    if state is None:
+        return None
+    if _stroke_running():
+        return PAINT_REFRESH_S
+    queued, state.factors_painted = state.factors_painted, set()
+    for obj in enabled_objects():
+        if obj.session_uid in queued and obj.hybrid_skin.display == "EVALUATED":
+            with bind.own_edits([obj]):
+                display.refresh_factor_group(obj, only_if_changed=True)
+    return PAINT_REFRESH_S if state.factors_painted else None
 
 
 def _animated(id_data: bpy.types.ID | None) -> bool:
@@ -175,8 +229,9 @@ def register() -> None:
 
 
 def unregister() -> None:
-    if bpy.app.timers.is_registered(_rearm_after_register):
-        bpy.app.timers.unregister(_rearm_after_register)
+    for timer in (_rearm_after_register, refresh_painted_factors):
+        if bpy.app.timers.is_registered(timer):
+            bpy.app.timers.unregister(timer)
     for name, func in reversed(_HANDLERS):
         getattr(bpy.app.handlers, name).remove(func)
     restore_all()  # disabling or uninstalling leaves the user's objects exactly as they were

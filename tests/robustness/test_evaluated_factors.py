@@ -68,3 +68,76 @@ def test_a_painted_factor_group_reaches_the_evaluated_display(addon):
     twist.add(ring, 0.6, "REPLACE")  # a script, in Object Mode: shown at the next frame change
     bpy.context.scene.frame_set(bpy.context.scene.frame_current)
     _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "after a script's edit and a frame change")
+
+
+def test_a_factor_group_painted_in_weight_paint_is_shown_once_the_stroke_is_over(addon, monkeypatch):
+    """Not only at the next frame change or back in Object Mode: a weight edit queues the write for a
+    timer, which waits while a paint stroke runs (the stroke may hold the mesh's weight arrays)."""
+    arm, cyl = _bent("VERTEX_GROUP")
+    twist = cyl.vertex_groups.new(name="Twist")
+    twist.add(list(range(len(cyl.data.vertices))), 0.2, "REPLACE")
+    cyl.hybrid_skin.factor_vertex_group = "Twist"
+    cyl.hybrid_skin.deform_factor = 1.0
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    refresh = hs.handlers.refresh_painted_factors
+    before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
+    ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
+
+    assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
+    twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
+    stale = evaluated_positions(cyl)  # the update that reports the edit: the write is queued, not done
+    assert np.abs(stale - before).max() == 0.0
+    try:
+        assert bpy.app.timers.is_registered(refresh), "a painted factor group must queue its write"
+        # The bpy module runs no timers: called as Blender would call it.
+        monkeypatch.setattr(hs.handlers, "_stroke_running", lambda: True)
+        assert refresh() == hs.handlers.PAINT_REFRESH_S, "it waits for the stroke to end"
+        assert np.abs(evaluated_positions(cyl) - before).max() == 0.0
+        monkeypatch.setattr(hs.handlers, "_stroke_running", lambda: False)
+        assert refresh() is None, "one write, and its own update queues nothing more"
+    finally:
+        if bpy.app.timers.is_registered(refresh):
+            bpy.app.timers.unregister(refresh)
+    assert cyl.mode == "WEIGHT_PAINT"
+    painted = evaluated_positions(cyl)
+    assert np.abs(painted - before).max() > 1e-3, "the paint must change the mix (or this test is void)"
+    assert cyl.vertex_groups.active.name == "Twist", "the user's group stays the one painted"
+    hs.display.restore(cyl)
+    assert_close(painted, native_positions(cyl, group_weights(cyl, "Twist")), "shown while painting")
+    hs.display.apply(cyl)
+
+
+def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
+    """An undo step stores the add-on's factor group as it was when the step was pushed (the write comes
+    after a stroke's push): the update after an undo queues the write again."""
+    arm, cyl = _bent("VERTEX_GROUP")
+    twist = cyl.vertex_groups.new(name="Twist")
+    twist.add(list(range(len(cyl.data.vertices))), 0.2, "REPLACE")
+    cyl.hybrid_skin.factor_vertex_group = "Twist"
+    cyl.hybrid_skin.deform_factor = 1.0
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    refresh = hs.handlers.refresh_painted_factors
+    ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
+    try:
+        bpy.ops.ed.undo_push(message="before")
+        for weight in (1.0, 0.6):  # two strokes, each pushed before its factors are written
+            twist.add(ring, weight, "REPLACE")
+            bpy.ops.ed.undo_push(message=f"paint {weight}")
+            evaluated_positions(cyl)
+            refresh()
+        assert bpy.ops.ed.undo() == {"FINISHED"}
+        cyl = bpy.data.objects[cyl.name]
+        assert abs(group_weights(cyl, "Twist")[ring[0]] - 1.0) < 1e-6
+        stale = evaluated_positions(cyl)
+        assert bpy.app.timers.is_registered(refresh), "undo must queue the factor write"
+        refresh()
+        shown = evaluated_positions(cyl)
+        assert np.abs(shown - stale).max() > 1e-3, "the step's factor group lagged (or this test is void)"
+    finally:
+        if bpy.app.timers.is_registered(refresh):
+            bpy.app.timers.unregister(refresh)
+    hs.display.restore(cyl)
+    assert_close(shown, native_positions(cyl, group_weights(cyl, "Twist")), "after undo")
+    hs.display.apply(cyl)
