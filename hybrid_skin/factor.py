@@ -139,6 +139,7 @@ def resolve(
     value = float(value)
     if mode == "AUTO":
         return DeformFactor.automatic(value)
+    _check_setting(obj, value)
     if mode == "VERTEX_GROUP":
         return DeformFactor(value, group_weights(obj, bound))
     return DeformFactor(value)
@@ -148,4 +149,15 @@ def global_value(obj: bpy.types.Object) -> float:
     """The object's one number, the Deform Factor slider, whatever its factor mode (the default for an
     object without settings): what a runtime that takes a single factor plays (bone textures)."""
     settings = getattr(obj, "hybrid_skin", None)
-    return DEFAULT_FACTOR if settings is None else float(settings.deform_factor)
+    return DEFAULT_FACTOR if settings is None else _check_setting(obj, float(settings.deform_factor))
+
+
+def _check_setting(obj: bpy.types.Object, value: float) -> float:
+    """The slider's number, which a script can set to NaN (the property's range does not stop it): refused
+    like a script's factor, never skinned (NaN positions) or clamped."""
+    if not 0.0 <= value <= 1.0:
+        raise HybridSkinError(
+            f"'{obj.name}': its Deform Factor is {value}, not a number in [0, 1] (0 = LBS, 1 = DQS); "
+            f"set it in the Hybrid Skin panel"
+        )
+    return value

@@ -109,3 +109,24 @@ def test_a_bake_after_vertices_moved_without_rebind_is_not_stale(addon, rig):
     expected = native_positions(cyl, cyl.hybrid_skin.deform_factor)
     assert bpy.ops.hybrid_skin.bake_deformation(target="CURRENT") == {"FINISHED"}
     assert_close(evaluated_positions(cyl), expected, "bake of the moved mesh")
+
+
+def test_a_nan_deform_factor_setting_is_refused_everywhere_not_skinned(addon, rig):
+    """The slider's property range does not stop a script from storing NaN: the API and a bake refuse it
+    with one sentence (NaN positions, or a shape key of NaN, before)."""
+    arm, cyl = rig
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    cyl.hybrid_skin.deform_factor = float("nan")
+    stored = cyl.hybrid_skin.deform_factor
+    assert stored != stored, "Blender stores NaN (or this test is void)"
+    api = modules(addon).api
+    message = "'Cylinder': its Deform Factor is nan, not a number in [0, 1]"
+    refused(addon, lambda: api.deformed_positions(cyl), message)
+    refused(addon, lambda: api.deformed_normals(cyl), message)
+    assert_close(api.deformed_positions(cyl, deform_factor=0.3), native_positions(cyl, 0.3), "an override")
+    before = snapshot()
+    with pytest.raises(RuntimeError, match=message.replace("[", r"\[")):  # the operator's one ERROR report
+        bpy.ops.hybrid_skin.bake_deformation(target="CURRENT")
+    assert_same(before, snapshot(), "after the refused bake")
+    cyl.hybrid_skin.factor_mode = "AUTO"  # Auto ignores the slider: nothing to refuse
+    assert np.isfinite(api.deformed_positions(cyl)).all()
