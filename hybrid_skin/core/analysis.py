@@ -115,7 +115,13 @@ def joint_labels(bones: DeformBones) -> tuple[list[str], list[str]]:
 def moved_joints(deform: np.ndarray, parents: np.ndarray, lengths: np.ndarray) -> list[int]:
     """Child palette entries whose deform differs from their parent's (see :data:`MOVED_TOLERANCE`)."""
     children = np.flatnonzero(parents >= 0)
-    rel = np.linalg.solve(deform[parents[children]], deform[children])
+    parent, child = deform[parents[children]], deform[children]
+    # Relative to the parent's frame; a parent scaled to 0 has none (singular): there the child's deform
+    # is compared with the parent's directly.
+    frame = np.linalg.det(parent[:, :3, :3]) != 0.0
+    rel = np.eye(4) + child - parent
+    if frame.any():
+        rel[frame] = np.linalg.solve(parent[frame], child[frame])
     linear = np.abs(rel[:, :3, :3] - np.eye(3)).max(axis=(1, 2))
     shift = np.linalg.norm(rel[:, :3, 3], axis=1) / np.maximum(np.abs(lengths[children]), 1e-9)
     return [int(c) for c in children[np.maximum(linear, shift) > MOVED_TOLERANCE]]

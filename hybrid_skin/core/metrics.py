@@ -87,7 +87,10 @@ def segment_distance(points: np.ndarray, heads: np.ndarray, tails: np.ndarray) -
     """``(N,)`` distance from each point to the nearest of the segments ``heads[s] → tails[s]`` ``(S, 3)``."""
     axis = tails - heads
     rel = points[:, None, :] - heads[None, :, :]
-    t = np.clip(np.einsum("nsc,sc->ns", rel, axis) / np.einsum("sc,sc->s", axis, axis), 0.0, 1.0)
+    length_sq = np.einsum("sc,sc->s", axis, axis)
+    along = np.einsum("nsc,sc->ns", rel, axis)
+    # A segment collapsed to a point (a bone scaled to 0) is that point: t = 0.
+    t = np.clip(np.divide(along, length_sq, out=np.zeros_like(along), where=length_sq > 0.0), 0.0, 1.0)
     return np.linalg.norm(rel - t[..., None] * axis, axis=-1).min(axis=1)
 
 
@@ -304,7 +307,11 @@ def _measure_joint(
     e = segment_distance(pts, heads, tails) / js.rest_distance - 1.0
 
     axis = setup.bone_rest[js.child, :3, 1]
-    swung = np.linalg.solve(d_parent[:3, :3], d_child[:3, :3] @ axis)
+    # The child's axis in the parent's frame (a parent scaled to 0 has none: its pseudo-inverse, which
+    # leaves no swing, so the whole region counts as the convex side).
+    linear = d_parent[:3, :3]
+    invert = np.linalg.solve if np.linalg.det(linear) != 0.0 else lambda m, v: np.linalg.pinv(m) @ v
+    swung = invert(linear, d_child[:3, :3] @ axis)
     swing = swung - (swung @ axis) * axis
     if np.linalg.norm(swing) > np.sin(MIN_SWING) * np.linalg.norm(swung):
         convex = js.rest_offset @ swing <= 0.0

@@ -204,3 +204,27 @@ def test_rest_pose_has_no_moved_joint_and_poll_needs_hybrid_skin(analyze):
     analyze.draw_results(layout, result, frame=result.frame)
     assert "No bent or twisted joint at this frame" in layout.labels()
     assert analyze.VIEW3D_PT_hybrid_skin_analyze.bl_parent_id == "VIEW3D_PT_hybrid_skin"
+
+
+@pytest.mark.parametrize("scale", [(0, 0, 0), (0, 1, 1)], ids=["to 0", "one axis to 0"])
+def test_a_bone_scaled_to_zero_is_analysed_not_a_crash(analyze, scale):
+    """A collapsed bone (game rigs hide parts that way; not refused) has no frame to measure its child in:
+    Analyze compares the child's deform with its parent's directly. Three bones, the middle one bent and
+    scaled to 0 (its child inherits the collapse): the joint at its head moved, the joint after it did not
+    (both deforms map everything to the same point), and every measure is a finite number."""
+    arm = make_chain_armature("Rig", [1.0, 1.0, 1.0])
+    cyl = make_cylinder("Limb", height=3.0, rings=36)
+    skin_to_chain(cyl, arm)
+    pose_bone(arm, "Bone1", (40, 0, 0), scale=scale)
+    bpy.context.view_layer.objects.active = cyl
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    result = run(analyze, cyl)
+    assert "Bone1" in result.labels.values()
+    if scale == (0, 0, 0):
+        assert sorted(result.labels.values()) == ["Bone1"]
+    for _f, m in result.comparison.rows.values():
+        assert [j.joint for j in m.joints] == list(result.labels)
+        assert all(np.isfinite([j.bulge, j.collapse]).all() for j in m.joints)
+    layout = RecordingLayout()
+    analyze.draw_results(layout, result, frame=result.frame)
+    assert any("Bone1" in label for label in layout.labels())
