@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import operator
 import os
+import re
 from contextlib import contextmanager
 
 import bmesh
@@ -31,6 +32,7 @@ __all__ = [
     "editable_mesh",
     "evaluated_positions",
     "find_armature_modifier",
+    "is_mix_modifier",
     "image_pixels",
     "object_matrix",
     "point_attribute",
@@ -84,13 +86,20 @@ def editable_mesh(obj: bpy.types.Object | None) -> bpy.types.Object:
     return obj
 
 
+def is_mix_modifier(mod: bpy.types.Modifier) -> bool:
+    """Whether ``mod`` is the Evaluated display's Preserve Volume modifier (:data:`DQS_MODIFIER`, or the
+    free name Blender gave it, ``"HybridSkin DQS.001"``, when the user has a modifier of that name)."""
+    return re.fullmatch(re.escape(DQS_MODIFIER) + r"(\.\d+)?", mod.name) is not None
+
+
 def find_armature_modifier(
     obj: bpy.types.Object, name: str = "", armature: bpy.types.Object | None = None
 ) -> bpy.types.ArmatureModifier | None:
     """The Armature modifier Hybrid Skin follows on ``obj``: the one named ``name`` if given, else the first
-    in the stack (that deforms by ``armature``, if given); never :data:`DQS_MODIFIER`. None if none."""
+    in the stack (that deforms by ``armature``, if given); never the display's own (:func:`is_mix_modifier`).
+    None if none."""
     for mod in obj.modifiers:
-        if mod.type != "ARMATURE" or mod.name == DQS_MODIFIER or (name and mod.name != name):
+        if mod.type != "ARMATURE" or is_mix_modifier(mod) or (name and mod.name != name):
             continue
         if armature is None or mod.object == armature:
             return mod

@@ -66,7 +66,7 @@ def gpu_refusal(obj: bpy.types.Object) -> str | None:
             f"'{obj.name}' is linked from a library, whose modifiers Hybrid Skin cannot hide: Blender shows "
             "its own deformation (make it local to see the hybrid)"
         )
-    armatures = [m for m in obj.modifiers if m.type == "ARMATURE" and m.name != DQS_MODIFIER]
+    armatures = [m for m in obj.modifiers if m.type == "ARMATURE" and not bridge.is_mix_modifier(m)]
     if len(armatures) > 1:
         return (
             f"'{obj.name}' has {len(armatures)} Armature modifiers and the GPU display skins only one: "
@@ -91,10 +91,10 @@ def _restore(obj: bpy.types.Object) -> None:
     extra = _saved_modifier(obj, saved.get("added_modifier"), DQS_MODIFIER)
     if extra is not None and saved.get("added_modifier"):
         obj.modifiers.remove(extra)
-    group = obj.vertex_groups.get(FACTOR_GROUP)
+    group = _factor_group(obj, saved)
     if group is not None and saved.get("added_group"):
         active = obj.vertex_groups.active
-        picked = None if active is None or active.name == FACTOR_GROUP else active.name
+        picked = None if active is None or active == group else active.name
         obj.vertex_groups.remove(group)
         if picked is not None:  # the user's choice, made while the display was on
             obj.vertex_groups.active_index = obj.vertex_groups[picked].index
@@ -112,6 +112,17 @@ def _restore(obj: bpy.types.Object) -> None:
         mod.use_deform_preserve_volume = saved["preserve_volume"]
     obj.display_type = saved["display_type"]
     settings.saved_state = ""
+
+
+def _factor_group(obj: bpy.types.Object, saved: dict | None = None) -> bpy.types.VertexGroup | None:
+    """The Evaluated display's factor group, by the name its record holds (records of earlier versions:
+    :data:`FACTOR_GROUP`); None without the display."""
+    if saved is None:
+        state = obj.hybrid_skin.saved_state
+        saved = json.loads(state) if state else {}
+    if "added_modifier" not in saved:
+        return None
+    return obj.vertex_groups.get(saved.get("factor_group", FACTOR_GROUP))
 
 
 def _saved_modifier(obj: bpy.types.Object, ref, name: str) -> bpy.types.Modifier | None:
@@ -162,16 +173,15 @@ def _apply(obj: bpy.types.Object) -> bool:
         obj.display_type = "BOUNDS"
     else:
         saved["preserve_volume"] = mod.use_deform_preserve_volume
-        saved["added_group"] = obj.vertex_groups.get(FACTOR_GROUP) is None
-        added = obj.modifiers.get(DQS_MODIFIER) is None
         mod.use_deform_preserve_volume = False
-        group = obj.vertex_groups.get(FACTOR_GROUP)
-        if group is None:
-            group = obj.vertex_groups.new(name=FACTOR_GROUP)  # appended (indices kept) and made active
-            if saved["active_group"] >= 0:
-                obj.vertex_groups.active_index = saved["active_group"]
+        # Always new ones (restore has removed the display's own): a group or modifier of the same name is
+        # the user's, never written over or removed; Blender gives ours a free name, kept in the record.
+        group = obj.vertex_groups.new(name=FACTOR_GROUP)  # appended (indices kept) and made active
+        if saved["active_group"] >= 0:
+            obj.vertex_groups.active_index = saved["active_group"]
+        saved["added_group"], saved["factor_group"] = True, group.name
         extra = native.add_mix_modifier(obj, mod, DQS_MODIFIER, group.name)
-        saved["added_modifier"] = bridge.modifier_ref(extra) if added else False
+        saved["added_modifier"] = bridge.modifier_ref(extra)
         extra.show_viewport = mod.show_viewport
         extra.show_render = mod.show_render
     settings.saved_state = json.dumps(saved)
@@ -229,7 +239,7 @@ def write_factor_group(obj: bpy.types.Object, only_if_changed: bool = False) -> 
     ``only_if_changed``: skip the write when the group already holds these factors: the same mode,
     number and group, and for a vertex group the same bind (a painted group binds again when next used).
     Auto factors follow the pose: always written."""
-    group = obj.vertex_groups.get(FACTOR_GROUP)
+    group = _factor_group(obj)
     if group is None:
         return
     if obj.mode == "EDIT":  # Blender refuses vertex-group writes now: written when Edit Mode is left

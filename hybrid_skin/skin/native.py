@@ -24,8 +24,8 @@ def add_mix_modifier(
     obj: bpy.types.Object, mod: bpy.types.ArmatureModifier, name: str, group: str
 ) -> bpy.types.ArmatureModifier:
     """Blender's exact hybrid: a Preserve Volume Armature modifier ``name`` right after the LBS one ``mod``,
-    with Multi Modifier and the vertex group ``group`` as the per-vertex factor (reused if present)."""
-    extra = obj.modifiers.get(name) or obj.modifiers.new(name, "ARMATURE")
+    with Multi Modifier and the vertex group ``group`` as the per-vertex factor."""
+    extra = obj.modifiers.new(name, "ARMATURE")  # a new one: one of that name may be the user's
     extra.object = mod.object
     extra.use_deform_preserve_volume = True
     extra.use_multi_modifier = True
@@ -48,9 +48,9 @@ def native_mix(obj: bpy.types.Object, deform_factor: float):
             mod.use_deform_preserve_volume = deform_factor == 1.0
         else:
             mod.use_deform_preserve_volume = False
-            group = obj.vertex_groups.new(name=FACTOR_GROUP)
+            group = obj.vertex_groups.new(name=FACTOR_GROUP)  # a free name if the user has this one
             group.add(range(len(obj.data.vertices)), float(deform_factor), "REPLACE")
-            extra = add_mix_modifier(obj, mod, "HS_native_dqs", FACTOR_GROUP)
+            extra = add_mix_modifier(obj, mod, "HS_native_dqs", group.name)
         bpy.context.view_layer.update()
         yield
     finally:

@@ -132,3 +132,35 @@ def test_remove_on_an_override_armed_by_an_earlier_version_restores_it(addon, tm
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert mod.show_viewport and obj.display_type == "TEXTURED" and not obj.hybrid_skin.enabled
     same_as(before, what="after Remove on an override")
+
+
+def test_the_users_own_group_and_modifier_named_like_the_displays_are_never_written_or_removed(addon):
+    """The Evaluated display adds a factor group and a Preserve Volume modifier. A group or modifier of
+    the user's with those names ('HybridSkin Factor', 'HybridSkin DQS': the group shows in the panel's
+    Factor Vertex Group list) was taken as the display's own: its weights overwritten, the group removed by
+    Remove, and a non-Armature modifier of that name made Add fail. Now the display's get free names, the
+    result is Blender's mix, and Remove leaves the user's exactly as they were."""
+    from tests.robustness.helpers import assert_close  # noqa: PLC0415
+    from tests.support.scenes import evaluated_positions, native_positions  # noqa: PLC0415
+
+    arm, obj = rig(add=False)
+    mine = obj.vertex_groups.new(name="HybridSkin Factor")
+    mine.add([0, 1, 2], 0.25, "REPLACE")
+    smooth = obj.modifiers.new("HybridSkin DQS", "SMOOTH")
+    smooth.show_viewport, smooth.factor = False, 0.3  # hidden: Blender's mix below is the oracle's
+    obj.hybrid_skin.display = "EVALUATED"
+    obj.hybrid_skin.deform_factor = 0.6
+    bpy.context.scene.frame_set(6)
+    expected, expected_02 = native_positions(obj, 0.6), native_positions(obj, 0.2)
+    before = snapshot()
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    assert_close(evaluated_positions(obj), expected, "Evaluated display beside the user's namesakes")
+    weights = {v.index: g.weight for v in obj.data.vertices for g in v.groups if g.group == mine.index}
+    assert weights == {0: 0.25, 1: 0.25, 2: 0.25}, "the user's group is never written"
+    assert obj.modifiers["HybridSkin DQS"].type == "SMOOTH"
+    assert abs(obj.modifiers["HybridSkin DQS"].factor - 0.3) < 1e-6
+    obj.hybrid_skin.deform_factor = 0.2  # a rewrite of the display's group
+    assert_close(evaluated_positions(obj), expected_02, "after a factor change")
+    obj.hybrid_skin.deform_factor = 0.6
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    same_as(before, what="after Remove")
