@@ -157,6 +157,7 @@ def _apply(obj: bpy.types.Object) -> bool:
         "armature_modifier": mod.name,
         "armature_ref": bridge.modifier_ref(mod),
         "display_type": obj.display_type,
+        "object": obj.name,  # a copy of the object (Alt+D, Shift+D) has another name: see separate_copy
         "active_group": obj.vertex_groups.active_index,
     }
     stack = list(obj.modifiers)
@@ -205,6 +206,8 @@ def follow_mode(obj: bpy.types.Object) -> None:
     state = obj.hybrid_skin.saved_state
     if not state or obj.library is not None or obj.override_library is not None:
         return
+    if separate_copy(obj):
+        state = obj.hybrid_skin.saved_state
     saved = json.loads(state)
     if "added_modifier" in saved:
         if obj.mode != "OBJECT":
@@ -217,6 +220,50 @@ def follow_mode(obj: bpy.types.Object) -> None:
     in_object_mode = obj.mode == "OBJECT"
     if ("aside" in saved and in_object_mode) or ("show_viewport" in saved and not in_object_mode):
         _apply(obj)
+
+
+def separate_copy(obj: bpy.types.Object) -> bool:
+    """Give a linked duplicate made after Add (Alt+D: a copy of the object sharing its mesh, and of its
+    Evaluated display's record) a factor group of its own. Vertex groups live on the mesh, so both records
+    named one group: each object's factor was written over by the other's, and Remove on either removed
+    the group the other still mixed by. The claimant named in the record (the original keeps its name; a
+    copy gets a new one; else the first name) keeps the group; the others set up their own, with its
+    weights. Only settings and weights change, nothing is evaluated (called from the depsgraph handler).
+    True when ``obj`` was separated."""
+    mesh = obj.data
+    if mesh is None or mesh.users < 2:
+        return False
+    saved = json.loads(obj.hybrid_skin.saved_state)
+    if "added_modifier" not in saved:
+        return False
+    group = saved.get("factor_group", FACTOR_GROUP)
+    claimants = [obj]
+    for other in bpy.data.objects:
+        state = other.hybrid_skin.saved_state if other is not obj and other.data == mesh else ""
+        record = json.loads(state) if state else {}
+        if "added_modifier" in record and record.get("factor_group", FACTOR_GROUP) == group:
+            claimants.append(other)
+    if len(claimants) == 1:
+        return False
+    first = min(claimants, key=lambda o: o.name)
+    owner = next((o for o in claimants if o.name == saved.get("object")), first)
+    if owner == obj:
+        return False
+    old = obj.vertex_groups.get(group)
+    weights = None
+    if old is not None:
+        counts, groups, values = bridge.read_vertex_group_entries(mesh)
+        weights = np.zeros(len(counts), dtype=np.float32)
+        hit = groups == old.index
+        weights[np.repeat(np.arange(len(counts)), counts)[hit]] = values[hit]
+    saved["added_group"] = False  # the owner's: restore leaves it
+    obj.hybrid_skin.saved_state = json.dumps(saved)
+    _apply(obj)
+    mine = _factor_group(obj)
+    if mine is not None and weights is not None:
+        _write_weights(mine, weights)
+    runtime.get().factors_written.pop(obj.session_uid, None)
+    return True
 
 
 def _factors_due(obj: bpy.types.Object, saved: dict, mode: str) -> None:

@@ -164,3 +164,35 @@ def test_the_users_own_group_and_modifier_named_like_the_displays_are_never_writ
     obj.hybrid_skin.deform_factor = 0.6
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     same_as(before, what="after Remove")
+
+
+def test_a_linked_duplicate_made_after_add_gets_its_own_factor_group(addon):
+    """Alt+D after Add copies the object and its Evaluated display's record but shares the mesh, where
+    vertex groups live: both mixed by one factor group (the copy's factor changed the original's result)
+    and Remove on the copy removed the group the original still used. The copy now sets up its own."""
+    from tests.robustness.helpers import assert_close  # noqa: PLC0415
+    from tests.support.scenes import evaluated_positions, native_positions  # noqa: PLC0415
+
+    arm, obj = rig(add=False)
+    bpy.context.scene.frame_set(6)
+    expected = {f: native_positions(obj, f) for f in (0.0, 0.5, 0.9)}
+    before = snapshot()
+    obj.hybrid_skin.display = "EVALUATED"
+    obj.hybrid_skin.deform_factor = 0.5
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    twin = obj.copy()  # what Alt+D does: a new object, the same mesh
+    bpy.context.scene.collection.objects.link(twin)
+    bpy.context.view_layer.update()
+    assert twin.data == obj.data and twin.hybrid_skin.enabled
+    twin.hybrid_skin.deform_factor = 0.9
+    assert_close(evaluated_positions(obj), expected[0.5], "the original beside its duplicate")
+    assert_close(evaluated_positions(twin), expected[0.9], "the duplicate at its own factor")
+    activate(twin)
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert_close(evaluated_positions(obj), expected[0.5], "the original after Remove on the duplicate")
+    assert_close(evaluated_positions(twin), expected[0.0], "the duplicate after Remove: the user's LBS")
+    bpy.data.objects.remove(twin)
+    activate(obj)
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    obj.hybrid_skin.display, obj.hybrid_skin.deform_factor = "GPU", 0.5  # the settings the test changed
+    same_as(before, what="after both Removes")
