@@ -345,9 +345,11 @@ def bind(
 
 
 def bind_groups(obj: bpy.types.Object) -> tuple[str, ...]:
-    """The vertex groups a bind of ``obj`` keeps weights of besides the mask: its factor group, if used."""
+    """The vertex groups a bind of ``obj`` keeps weights of besides the mask: its factor group, if one is
+    named. Whatever the object's own factor mode: a caller may replace that mode (a bake's
+    ``factor_mode``, the command line's ``--factor-mode``) and then reads the group from this bind."""
     settings = getattr(obj, "hybrid_skin", None)
-    if settings is None or settings.factor_mode != "VERTEX_GROUP" or not settings.factor_vertex_group:
+    if settings is None or not settings.factor_vertex_group:
         return ()
     return (settings.factor_vertex_group,)
 

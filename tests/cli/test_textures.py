@@ -4,6 +4,7 @@ leaves the file alone, and fails with an ``error:`` line and exit status 1 or 2 
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 from tests.support.animtex import clip_frames, decode, load_bake, scene_pose, set_pose, to_world
 from tests.support.assets import clip_action, import_gltf, play
-from tests.support.scenes import native_positions
+from tests.support.scenes import make_chain_armature, make_cylinder, native_positions, skin_to_chain
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,3 +128,46 @@ def test_deform_factor_is_the_objects_own_or_the_one_given(addon, core, robot, t
     for bad, message in ((("--deform-factor", "1.5"), "must lie in [0, 1]"),):
         failed = run_cli(str(blend), "--object", arm, "--output", str(tmp_path / "bad"), *bad)
         assert failed.returncode == 1 and message in failed.stderr, failed.stderr
+
+
+def test_factor_mode_option_uses_the_objects_factor_group(addon, core, tmp_path):
+    """``--factor-mode VERTEX_GROUP`` on an object whose own mode is Global bakes f = slider × its factor
+    group's weight (the group named in its settings): the texture, decoded through the saved mesh data,
+    matches Blender's own LBS/Preserve Volume mix at that per-vertex factor."""
+    arm = make_chain_armature("Rig", [1.0, 1.0])
+    obj = make_cylinder("Tube", rings=12, segments=12)
+    skin_to_chain(obj, arm)
+    z = np.array([v.co.z for v in obj.data.vertices])
+    weights = np.round(np.clip(z / 2.0, 0.0, 1.0), 3)  # graded: a number would pass for a group
+    group = obj.vertex_groups.new(name="HSF")
+    for value in np.unique(weights):
+        group.add(np.flatnonzero(weights == value).tolist(), float(value), "REPLACE")
+    settings = obj.hybrid_skin
+    settings.factor_vertex_group, settings.deform_factor = "HSF", 0.8
+    assert settings.factor_mode == "GLOBAL"
+    pb = arm.pose.bones["Bone1"]
+    pb.rotation_mode = "XYZ"
+    for frame, angles in ((1, (0, 0, 0)), (3, (80, 0, 60))):
+        pb.rotation_euler = [math.radians(a) for a in angles]
+        pb.keyframe_insert("rotation_euler", frame=frame)
+    action = arm.animation_data.action.name
+    blend = tmp_path / "tube.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    args = ("--object", "Rig", "--actions", action, "--precision", "EXR32", "--name", "tube", "--save")
+    done = run_cli(str(blend), *args, "--output", str(tmp_path), "--factor-mode", "VERTEX_GROUP")
+    assert done.returncode == 0, done.stderr
+    assert "deform factor per vertex (VERTEX_GROUP, baked in, from bake)" in done.stdout
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    tube, rig = bpy.data.objects["Tube"], bpy.data.objects["Rig"]
+    assert tube.hybrid_skin.factor_mode == "GLOBAL"  # the option leaves the file's own
+    meta, texture = load_bake(core, tmp_path / "tube.json")
+    assert meta["deform_factor"] == {"value": None, "baked": True, "mode": "VERTEX_GROUP", "source": "bake"}
+    frames, _ = clip_frames(meta["clips"][0])
+    (got,) = decode(core, meta, texture, [tube], 0, np.arange(len(frames), dtype=float))
+    wanted = []
+    for frame in frames:
+        play(rig, bpy.data.actions[action], float(frame))
+        wanted.append(native_positions(tube, 0.8 * weights))
+    lbs, dqs = native_positions(tube, 0.0), native_positions(tube, 1.0)
+    assert np.abs(lbs - dqs).max() > 0.01  # the last frame: the factor matters
+    np.testing.assert_allclose(got, np.array(wanted), atol=1e-5)
