@@ -67,13 +67,19 @@ void animtex_quat_rows(vec4 q, out vec3 a0, out vec3 a1, out vec3 a2)
   a2 = vec3(2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y));
 }
 
-/* Quaternion (w >= 0) of a linear part given by rows: columns normalised first, then Shepperd's method
- * (largest diagonal combination first), as dualquat.quaternion_from_matrix does. */
+/* Quaternion (w >= 0) of a linear part given by rows: columns normalised, the matrix negated if its
+ * determinant is negative, then Shepperd's method (the largest of the four diagonal combinations, the
+ * first on ties), as dualquat.quaternion_from_matrix does and FORMAT.md section 5 spells out. */
 vec4 animtex_quat_from_rows(vec3 a0, vec3 a1, vec3 a2)
 {
   vec3 len = max(vec3(length(vec3(a0.x, a1.x, a2.x)), length(vec3(a0.y, a1.y, a2.y)),
                       length(vec3(a0.z, a1.z, a2.z))), vec3(1e-30));
   vec3 r0 = a0 / len, r1 = a1 / len, r2 = a2 / len;
+  if (dot(r0, cross(r1, r2)) < 0.0) { /* a mirror (negative determinant): the rotation of -A */
+    r0 = -r0;
+    r1 = -r1;
+    r2 = -r2;
+  }
   vec4 cand = vec4(1.0 + r0.x + r1.y + r2.z, 1.0 + r0.x - r1.y - r2.z, 1.0 - r0.x + r1.y - r2.z,
                    1.0 - r0.x - r1.y + r2.z);
   int best = 0;

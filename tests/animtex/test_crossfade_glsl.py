@@ -8,7 +8,8 @@ samples, weights between 0 and 1 and at both ends). Tolerances: positions 5e-6 o
 mesh extent, unit normals 5e-6 (measured: at most 4e-7 and 1.1e-6): float32 decode arithmetic on the GPU
 against the float64 numpy reference of the bone kinds, far below what the blend moves (checked: > 1e-2).
 Weight 0 must give the plain one-clip functions' result bit for bit, and the UV map must find every
-vertex's texels.
+vertex's texels. A BONE_MATRIX rig with mirrored bones (negative determinant) checks that the shader
+negates such a matrix before taking its rotation, as FORMAT.md section 5 and the reference do.
 """
 
 from __future__ import annotations
@@ -147,10 +148,11 @@ def gpu_texture(channels: np.ndarray) -> gpu.types.GPUTexture:
     return gpu.types.GPUTexture((data.shape[1], data.shape[0]), format="RGBA32F", data=buffer)
 
 
-@pytest.mark.parametrize(("kind", "precision"), [("VERTEX", "PNG16"), ("BONE_MATRIX", "PNG16"),
-                                                 ("BONE_DQ", "EXR16"), ("BONE_DQ", "PNG8")])  # fmt: skip
-def test_crossfade_glsl_matches_numpy(gpu_context, hs, kind, precision):
-    rig = scene(kind, precision, hs.animtex)
+@pytest.mark.parametrize(("kind", "precision", "mirrored"), [
+    ("VERTEX", "PNG16", False), ("BONE_MATRIX", "PNG16", False), ("BONE_MATRIX", "PNG16", True),
+    ("BONE_DQ", "EXR16", False), ("BONE_DQ", "PNG8", False)])  # fmt: skip
+def test_crossfade_glsl_matches_numpy(gpu_context, hs, kind, precision, mirrored):
+    rig = scene(kind, precision, hs.animtex, mirrored=mirrored)
     tex, rest, normals, bones, weights = rig.texture, rig.rest, rig.normals, rig.bones, rig.weights
     channels = tex.channels()
     item = np.arange(VERTICES, dtype=np.int32)

@@ -1,7 +1,9 @@
 """A synthetic rig encoded with the core encoders (numpy only): what the port tests decode.
 
 Bones swing about their heads with some uniform scale; vertices have four influences each; three clips (a
-loop, a clamp, a one-frame pose). VERTEX textures store an LBS pose per frame of the same rig.
+loop, a clamp, a one-frame pose). VERTEX textures store an LBS pose per frame of the same rig. A mirrored
+rig (BONE_MATRIX only: BONE_DQ refuses mirrors) has the bones :data:`MIRRORED` scaled by -1 along their
+own x axis in every frame (negative determinant).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import numpy as np
 from hybrid_skin.core import animtex as source_animtex
 
 VERTICES, BONES = 300, 7
+#: The bones a mirrored scene scales by -1 along x.
+MIRRORED = (0, 3)
 #: (name, frame_start, frame_end, loop)
 CLIPS = (("walk", 1, 13, True), ("run", 1, 9, False), ("pose", 1, 1, False))
 #: (clip a, sample a, clip b, sample b, weight, deform factor): loops wrapping, clamps holding, weights
@@ -45,9 +49,11 @@ def _axis_angle(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return np.eye(3) + s * kx + (1 - c) * kx @ kx
 
 
-def scene(kind: str, precision: str, at=source_animtex) -> Scene:
+def scene(kind: str, precision: str, at=source_animtex, *, mirrored: bool = False) -> Scene:
     """The rig encoded as ``kind``/``precision`` by ``at`` (the core's ``animtex`` package: the source
-    tree's by default; GPU tests pass the installed add-on's, whose types the decoders check)."""
+    tree's by default; GPU tests pass the installed add-on's, whose types the decoders check);
+    ``mirrored``: the bones :data:`MIRRORED` scaled by -1 along x (BONE_MATRIX only)."""
+    assert not mirrored or kind == "BONE_MATRIX", "only BONE_MATRIX stores mirrored bones"
     clips = [at.Clip(name, start, end, loop=loop) for name, start, end, loop in CLIPS]
     rng = np.random.default_rng(4)
     heads = rng.normal(size=(BONES, 3))
@@ -63,6 +69,8 @@ def scene(kind: str, precision: str, at=source_animtex) -> Scene:
         angle = 2 * np.pi * f / 12 * rng.uniform(0.5, 1.5, BONES) + rng.uniform(-3, 3, BONES)
         rot = _axis_angle(np.broadcast_to(rng.normal(size=(BONES, 3)), (len(f), BONES, 3)), angle)
         rot *= rng.uniform(0.9, 1.15, (len(f), BONES, 1, 1))
+        if mirrored:
+            rot[:, list(MIRRORED)] = rot[:, list(MIRRORED)] @ np.diag([-1.0, 1.0, 1.0])
         moved = heads + 0.1 * np.sin(f[..., None] + np.arange(3))
         m = np.zeros((len(f), BONES, 4, 4))
         m[..., :3, :3], m[..., 3, 3] = rot, 1.0

@@ -5,7 +5,8 @@ the way a D3D-style toolchain would see it - ``glslangValidator -D -V -S vert -e
 turned into GLSL ES 3.00 by ``spirv-cross``; the Godot include runs as GLSL ES 3.00 behind a three-line
 prelude (Godot's shading language is GLSL ES 3 plus its own built-ins, which the include does not use).
 Each runs in headless Chromium's WebGL2 as a vertex kernel (``pages/kernel.js``: transform feedback)
-over a synthetic rig of every kind (:mod:`tests.engines.synthetic`) and is held to
+over a synthetic rig of every kind (:mod:`tests.engines.synthetic`; BONE_MATRIX also with mirrored bones,
+which every port must negate before taking their rotation) and is held to
 :mod:`hybrid_skin.core.animtex.crossfade` + ``skin_with_bone_frames``: positions within :data:`TOL` of the
 mesh extent, unit normals within :data:`TOL`. Unreal and Godot read their texture with the rows flipped
 (their importers put the image's top row first) and Unreal takes the UV map with v flipped: the tests
@@ -32,7 +33,9 @@ from tests.engines.synthetic import CASES, VERTICES, scene
 
 ENGINES = make_ports.ENGINES
 TOL = 5e-6
-KINDS = (("VERTEX", "PNG16"), ("BONE_MATRIX", "PNG16"), ("BONE_DQ", "EXR16"), ("BONE_DQ", "PNG8"))
+#: (kind, precision, mirrored bones)
+KINDS = (("VERTEX", "PNG16", False), ("BONE_MATRIX", "PNG16", False), ("BONE_MATRIX", "PNG16", True),
+         ("BONE_DQ", "EXR16", False), ("BONE_DQ", "PNG8", False))  # fmt: skip
 
 HLSL_MAIN = """
 Texture2D<float4> animtex : register(t0);
@@ -257,14 +260,14 @@ def cross_compile(path: Path, call: str, bones: bool, folder: Path) -> str:
 
 
 def kernel(
-    port: str, kind: str, precision: str, folder: Path, flip_rows: bool | None = None
+    port: str, kind: str, precision: str, folder: Path, flip_rows: bool | None = None, mirrored: bool = False
 ) -> tuple[dict, dict]:
     """The kernel job for one port and texture, and what numpy expects of it (``flip_rows`` overrides how
-    the engine lays out the texture rows)."""
+    the engine lays out the texture rows; ``mirrored``: the rig's mirrored variant)."""
     path, calls, engine_flips_rows, flip_v, seconds = PORTS[port]
     flip_rows = engine_flips_rows if flip_rows is None else flip_rows
     bones = kind != "VERTEX"
-    s = scene(kind, precision)
+    s = scene(kind, precision, mirrored=mirrored)
     tex = s.texture
     if calls is None:
         define = "#define TEST_BONES 1\n" if bones else ""
@@ -340,10 +343,10 @@ def results(page_server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("ports")
     jobs, expected = [], []
     for port in PORTS:
-        for kind, precision in KINDS:
-            job, want = kernel(port, kind, precision, folder)
+        for kind, precision, mirrored in KINDS:
+            job, want = kernel(port, kind, precision, folder, mirrored=mirrored)
             jobs.append(job)
-            expected.append((port, kind, precision, want))
+            expected.append((port, kind + " mirrored" * mirrored, precision, want))
     for kind, precision in (("VERTEX", "PNG16"), ("BONE_DQ", "EXR16")):
         job, want = godot_example_kernel(kind, precision)
         jobs.append(job)

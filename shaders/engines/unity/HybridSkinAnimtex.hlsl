@@ -240,12 +240,19 @@ void animtex_quat_rows(float4 q, out float3 a0, out float3 a1, out float3 a2)
   a2 = float3(2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y));
 }
 
-/* Quaternion (w >= 0) of a linear part given by rows: columns normalised, then Shepperd's method. */
+/* Quaternion (w >= 0) of a linear part given by rows: columns normalised, the matrix negated if its
+ * determinant is negative, then Shepperd's method (the largest of the four diagonal combinations, the
+ * first on ties), as FORMAT.md section 5 spells out. */
 float4 animtex_quat_from_rows(float3 a0, float3 a1, float3 a2)
 {
   float3 len = max(float3(length(float3(a0.x, a1.x, a2.x)), length(float3(a0.y, a1.y, a2.y)),
                           length(float3(a0.z, a1.z, a2.z))), float3(1e-30, 1e-30, 1e-30));
   float3 r0 = a0 / len, r1 = a1 / len, r2 = a2 / len;
+  if (dot(r0, cross(r1, r2)) < 0.0) { /* a mirror (negative determinant): the rotation of -A */
+    r0 = -r0;
+    r1 = -r1;
+    r2 = -r2;
+  }
   float4 cand = float4(1.0 + r0.x + r1.y + r2.z, 1.0 + r0.x - r1.y - r2.z, 1.0 - r0.x + r1.y - r2.z,
                        1.0 - r0.x - r1.y + r2.z);
   int best = 0;
