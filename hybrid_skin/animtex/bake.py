@@ -311,6 +311,8 @@ class TextureBake:
                 if self.kind is not Kind.VERTEX:
                     self._prepare_bones(bpy.context.evaluated_depsgraph_get())
             texture, report, tried = yield from self._choose()
+            if (lost := verify.non_rigid_warning(texture)) is not None:
+                self.warnings.append(lost)
             with self._phase("sample"):
                 self._cycle_end = self._loop_end_worlds(texture.clips)
         finally:

@@ -37,7 +37,7 @@ from tests.support.animtex import (
     world_stats,
 )
 from tests.support.assets import armature_actions, clip_action, play
-from tests.support.scenes import make_chain_armature, make_cylinder, skin_to_chain
+from tests.support.scenes import make_chain_armature, make_cylinder, native_positions, skin_to_chain
 
 ROBOT_ACTIONS = 14
 
@@ -288,6 +288,53 @@ def test_mesh_target_and_chosen_actions(addon, animtex, summaries, core, robot, 
     assert meta["error_report"]["frames"]["max"] <= meta["error_report"]["encoding_bound"]
     summary = summaries.last_summary(meshes[1])
     assert summary["max"] == meta["error_report"]["overall"]["max"] and summary["clips"] == 2
+
+
+@pytest.mark.parametrize("scale", [(1.6, 0.6, 1.0), (-1.0, 1.0, 1.0)], ids=["non-uniform", "mirrored"])
+def test_bone_matrix_of_non_rigid_bones_is_exact_at_lbs_and_says_what_dqs_loses(
+    addon, animtex, summaries, core, tmp_path, scale
+):
+    """A BONE_MATRIX bake of a bone scaled non-uniformly or by -1, against Blender's own Armature modifier:
+    at factor 0 (LBS) the texture matches within ``encoding_bound``; its DQS part keeps only rotation and
+    mean scale (FORMAT.md section 5), so at factor 1 it errs, by what the report says. The sidecar's
+    ``non_rigid_residual`` (recomputed here by SVD) and a bake warning say so."""
+    arm, obj, _ = bent_chain("Squash", {1: (10, 0, 0), 3: (50, 0, 35)})
+    pb = arm.pose.bones["Bone1"]
+    for frame in (1, 3):
+        pb.scale = scale
+        pb.keyframe_insert("scale", frame=frame)
+    bake(directory=str(tmp_path), kind="BONE_MATRIX", precision="EXR32", file_name="squash")
+    meta, texture = load_bake(core, tmp_path / "squash.json")
+    report, frames = meta["error_report"], np.arange(1.0, 4.0)
+    names = [b["name"] for b in meta["bones"]]
+    truth_mats, blender = [], {0.0: [], 1.0: []}
+    for frame in frames:
+        play(arm, arm.animation_data.action, frame)
+        truth_mats.append(true_bone_matrices(arm, [obj], names)[:, :3, :3])
+        for f, positions in blender.items():
+            positions.append(native_positions(obj, f))
+    a = np.array(truth_mats)
+    columns = np.linalg.norm(a, axis=-2)
+    unit = a / columns[..., None, :]
+    unit *= np.sign(np.linalg.det(unit))[..., None, None]  # a mirror: the rotation of -A
+    u, _, vt = np.linalg.svd(unit)
+    residual = np.abs(a - columns.mean(-1)[..., None, None] * (u @ vt)).max()
+    assert residual > 0.3
+    np.testing.assert_allclose(meta["non_rigid_residual"], residual, rtol=1e-5)
+    assert any("not rigid" in w and "BONE_MATRIX" in w for w in summaries.last_summary(arm)["warnings"])
+
+    skin = importlib.import_module(core.__name__ + ".decode").skin_with_bone_frames
+    idx = mesh_attribute(obj, meta["mesh_attributes"]["bone_indices"], 4, "color").astype(np.int32)
+    w = mesh_attribute(obj, meta["mesh_attributes"]["bone_weights"], 4, "color")
+    decoded = core.decode_bone_frames(texture, 0, np.arange(3.0))
+    by_factor = {entry["deform_factor"]: entry for entry in report["by_deform_factor"]}
+    for f, positions in blender.items():
+        error = np.linalg.norm(skin(decoded, coordinates(obj), idx, w, f)[0] - np.array(positions), axis=-1)
+        np.testing.assert_allclose(by_factor[f]["frames"]["max"], error.max(), rtol=1e-4, atol=1e-6)
+        if f == 0.0:  # LBS uses A as stored: only quantisation
+            assert error.max() <= report["encoding_bound"] + 1e-6
+        else:  # the DQS part has lost the scale: far beyond quantisation, and the report says so
+            assert error.max() > 1e-2 > 100 * report["encoding_bound"]
 
 
 # ------------------------------------------------------------------------- tolerance, cancel

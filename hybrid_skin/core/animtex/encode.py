@@ -7,7 +7,10 @@ Texel contents per kind (RGBA, decoded with ``value = offset + scale * channel``
   the whole animation; slot 1: unit normal ``(nx, ny, nz, 1)``. The positions are whatever the caller
   skinned, i.e. the hybrid result with the object's deform factor baked in.
 * ``BONE_MATRIX`` - slots 0..2: row ``r`` of the bone's 3x4 transform as ``(A[r,0], A[r,1], A[r,2],
-  u[r])``; ``A`` is the linear part (scale and shear preserved), ``u`` the translation.
+  u[r])``; ``A`` is the linear part (scale and shear preserved), ``u`` the translation. Its DQS part is
+  derived by the decoder as ``s_b R_b`` (rotation of ``A`` and mean column length, FORMAT.md section 5),
+  so non-uniform scale, shear and mirroring reach only the LBS part: ``non_rigid_residual`` (``max |A -
+  s_b R_b|``) says how much the DQS part loses.
 * ``BONE_DQ`` - slot 0: rotation quaternion ``(w, x, y, z)``; slot 1: ``(u.x, u.y, u.z, s)``.
 
 **Pivots (the thesis's §4.10 / §5.2.1 fix).** The stored translation ``u = A @ c + t`` is where the
@@ -35,7 +38,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..dualquat import quaternion_from_matrix
+from ..dualquat import quaternion_from_matrix, quaternion_to_matrix
 from .decode import squared_lengths
 from .header import embedded_float_count, embedded_floats
 from .layout import GUARD_FRAMES, TEXELS_PER_ITEM, Clip, Kind, TextureLayout, plan_layout
@@ -287,6 +290,7 @@ def encode_bone_matrix_animation(
     pivot_pos = [_pivot_positions(m, pivots) for m in mats]
     u_lo, u_hi = _per_bone_range(pivot_pos)
     limit = max(1.0, max(float(np.abs(m[..., :3, :3]).max()) for m in mats))
+    residual = max(dual_quaternion_residual(m[..., :3, :3]) for m in mats)
 
     def values(ci: int, bands: np.ndarray) -> list[np.ndarray]:
         frames = _band_frames(clips[ci])[bands]
@@ -302,7 +306,18 @@ def encode_bone_matrix_animation(
         Kind.BONE_MATRIX, precision, clips, b, values, range_lo, range_hi, symmetric,
         max_width=max_width, power_of_two=power_of_two, embed_metadata=embed_metadata,
         bone_names=tuple(bone_names), bone_pivots=pivots.astype(np.float32), deform_factor=deform_factor,
+        non_rigid_residual=residual,
     )  # fmt: skip
+
+
+def dual_quaternion_residual(linear: np.ndarray) -> float:
+    """``max |A - s_b R_b|`` over ``(..., 3, 3)`` linear parts, with ``R_b``, ``s_b`` what a BONE_MATRIX
+    decoder gives its DQS part (FORMAT.md section 5): the rotation of ``A`` (negated first when mirrored)
+    and the mean column length. 0 for rigid or uniformly scaled bones."""
+    a = np.asarray(linear, dtype=np.float64)
+    rotation = quaternion_to_matrix(quaternion_from_matrix(a))
+    scale = np.linalg.norm(a, axis=-2).mean(axis=-1)
+    return float(np.abs(a - scale[..., None, None] * rotation).max()) if a.size else 0.0
 
 
 def polar_rotation_scale(linear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

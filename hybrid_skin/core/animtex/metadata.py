@@ -239,7 +239,6 @@ def build_metadata(
     if kind is not Kind.VERTEX:
         pivots = np.asarray(texture.bone_pivots, dtype=np.float64)
         meta["bones"] = [{"name": n, "pivot": _nested(p)} for n, p in zip(texture.bone_names, pivots)]
-    if kind is Kind.BONE_DQ:
         meta["non_rigid_residual"] = float(texture.non_rigid_residual)
     if error_report is not None:
         meta["error_report"] = dict(error_report)

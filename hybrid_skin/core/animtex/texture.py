@@ -22,7 +22,8 @@ class AnimationTexture:
     decode_offset, decode_scale: same shape; ``value = offset + scale * channel``.
     bone_pivots: ``(B, 3)`` float32 or ``None`` (``VERTEX``).
     deform_factor: baked factor (``VERTEX``) or the default runtime factor (bone kinds), or ``None``.
-    non_rigid_residual: ``max |A - s R|`` over all bone matrices (``BONE_DQ``; 0 otherwise).
+    non_rigid_residual: ``max |A - s R|`` over all bone matrices, ``s R`` what the dual quaternions hold
+        (``BONE_DQ``: the stored rotation and scale; ``BONE_MATRIX``: its DQS part's; 0 for ``VERTEX``).
     """
 
     kind: Kind

@@ -39,8 +39,13 @@ __all__ = [
     "bake_report",
     "decode",
     "encoding_bound",
+    "non_rigid_warning",
     "scene_diagonal",
 ]
+
+#: ``non_rigid_residual`` above which a bake warns: Blender's own test for a scaled bone in Preserve
+#: Volume (a scale differing from 1 by 1e-4), so float32 noise of a rigid rig stays quiet.
+NON_RIGID_WARNING = 1e-4
 
 #: Vertices x samples decoded at once for the error report (bounds the decoders' working memory).
 DECODE_CHUNK = 1 << 18
@@ -278,3 +283,21 @@ def bake_report(
         worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]
         report["any_deform_factor_max"] = max(s["max"] for s in worst if s is not None)
     return report
+
+
+def non_rigid_warning(texture: AnimationTexture) -> str | None:
+    """The bake's warning when the dual quaternions of a bone texture lose non-uniform scale, shear or
+    mirroring (``non_rigid_residual`` above :data:`NON_RIGID_WARNING`), else ``None``."""
+    residual = texture.non_rigid_residual
+    if texture.kind is Kind.VERTEX or residual <= NON_RIGID_WARNING:
+        return None
+    lost = (
+        "BONE_DQ keeps only rotation and uniform scale, at every deform factor"
+        if texture.kind is Kind.BONE_DQ
+        else "BONE_MATRIX keeps it for LBS (factor 0), but its DQS part keeps only rotation and uniform "
+        "scale, so factors above 0 lose it"
+    )
+    return (
+        f"Bones are not rigid (non-uniform scale, shear or mirroring; non_rigid_residual {residual:.3g}): "
+        f"{lost} (the error report includes it)"
+    )

@@ -173,6 +173,32 @@ def test_uniform_scale_round_trips_and_nonuniform_is_reported() -> None:
     np.testing.assert_allclose(decode_bone_frames(tex, 0, 0.0).matrices[0, 0], mirror[0, 0], atol=1e-6)
 
 
+def test_bone_matrix_reports_what_its_dual_quaternion_part_loses() -> None:
+    """BONE_MATRIX stores ``A`` whole (LBS exact), but its DQS part keeps only ``s_b R_b`` (FORMAT.md
+    section 5: the rotation of ``A``, negated first when mirrored, and the mean column length): the
+    sidecar's ``non_rigid_residual`` is ``max |A - s_b R_b|``, here against closed forms."""
+    heads = RNG.normal(size=(4, 3))
+    uniform = swinging_bones(8, 4, heads, scale=0.5 + 1.5 * RNG.random((8, 4)))
+    tex = encode_bone_matrix_animation([uniform], [Clip("u", 0, 7)], list("abcd"), bone_pivots=heads)
+    assert tex.non_rigid_residual < 1e-6
+
+    turn = axis_angle(np.array([0.3, -1.0, 0.5]), np.array(0.7))
+    for diagonal, s_b, r_b in (
+        ((1.6, 0.6, 1.0), 3.2 / 3.0, turn),  # columns turn·(1.6, 0.6, 1): s_b their mean, R_b = turn
+        ((-1.0, 1.0, 1.0), 1.0, -turn @ np.diag([-1.0, 1.0, 1.0])),  # mirrored: R_b = -A
+    ):
+        m = np.tile(np.eye(4), (1, 1, 1, 1))
+        m[0, 0, :3, :3] = turn @ np.diag(diagonal)
+        tex = encode_bone_matrix_animation([m], [Clip("q", 0, 0)], ["a"], precision=Precision.EXR32)
+        want = np.abs(m[0, 0, :3, :3] - s_b * r_b).max()
+        assert want > 0.3  # the rig really is not rigid
+        np.testing.assert_allclose(tex.non_rigid_residual, want, rtol=1e-6)
+        got = decode_bone_frames(tex, 0, 0.0)
+        np.testing.assert_allclose(got.scales, [[s_b]], rtol=1e-6)
+        rotation = dual_quaternion_to_matrix(got.real, got.dual)[0, 0, :3, :3]
+        np.testing.assert_allclose(rotation, r_b, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("encoder", "texels"), [(encode_bone_dq_animation, 2), (encode_bone_matrix_animation, 3)]
 )

@@ -77,6 +77,8 @@ def test_sidecar_validates_and_describes_the_texture(validator, kind: Kind, prec
         assert "bone_indices" in meta["mesh_attributes"]
     else:
         assert "bones" not in meta and meta["deform_factor"]["baked"] is True
+    # what the dual quaternions of a bone kind cannot hold (BONE_MATRIX: its DQS part), rigid bones here
+    assert meta.get("non_rigid_residual") == (None if kind is Kind.VERTEX else tex.non_rigid_residual)
 
 
 @pytest.mark.parametrize(
