@@ -25,6 +25,7 @@ from .errors import HybridSkinError
 __all__ = [
     "DQS_MODIFIER",
     "armature_in_edit_mode",
+    "armature_input",
     "armature_modifier",
     "channel_matrices",
     "corner_vertices",
@@ -51,6 +52,7 @@ __all__ = [
     "validate",
     "vertex_normals",
     "vertex_positions",
+    "weight_modifiers_above",
 ]
 
 #: The Evaluated display's second (Preserve Volume) Armature modifier: never the one Hybrid Skin follows.
@@ -386,40 +388,77 @@ def _keys_muted(mesh: bpy.types.Mesh, names: tuple[str, ...]):
             kb.mute = mute
 
 
+#: Modifier types that change vertex-group weights and nothing else: vertices stay where they are.
+WEIGHT_ONLY_MODIFIER_TYPES = frozenset({"VERTEX_WEIGHT_EDIT", "VERTEX_WEIGHT_MIX", "VERTEX_WEIGHT_PROXIMITY"})
+
+
+def _changes_weights(mod: bpy.types.Modifier) -> bool:
+    """Whether ``mod`` may change vertex-group weights (or their stored order) and keep the vertex count."""
+    if mod.type == "DATA_TRANSFER":
+        return bool(mod.use_vert_data and "VGROUP_WEIGHTS" in mod.data_types_verts)
+    if mod.type == "DYNAMIC_PAINT":  # a canvas with a Weight surface paints into a vertex group
+        canvas = mod.canvas_settings if mod.ui_type == "CANVAS" else None
+        return canvas is not None and any(s.surface_type == "WEIGHT" for s in canvas.canvas_surfaces)
+    return mod.type in WEIGHT_ONLY_MODIFIER_TYPES or mod.type == "NODES"  # Geometry Nodes may write any
+
+
+def weight_modifiers_above(obj: bpy.types.Object, mod: bpy.types.Modifier) -> list[bpy.types.Modifier]:
+    """The modifiers shown in the viewport above ``mod`` that may change the vertex-group weights it
+    receives (a Vertex Weight modifier, Geometry Nodes, ...): Blender deforms with the weights they
+    produce, which may change at every frame (a keyframed setting, a Proximity target that moves)."""
+    stack = list(obj.modifiers)
+    return [m for m in stack[: stack.index(mod)] if m.show_viewport and _changes_weights(m)]
+
+
+@contextmanager
+def armature_input(
+    obj: bpy.types.Object,
+    mod: bpy.types.Modifier,
+    depsgraph: bpy.types.Depsgraph,
+    exclude_keys: tuple[str, ...] = (),
+):
+    """The object as the Armature modifier ``mod`` receives it: its ``data`` is that mesh (positions,
+    normals, vertex-group weights) and its ``vertex_groups`` name the mesh's groups.
+
+    Shape keys (except ``exclude_keys``, Hybrid Skin's own baked keys) and enabled modifiers above the
+    Armature modifier are applied. When the mesh has neither, that is ``obj`` itself. Otherwise the object is
+    evaluated with the Armature modifier and everything after it hidden (as in GPU display mode); the
+    user's settings are restored on leaving. Modifiers above that change the vertex count are refused.
+    """
+    stack = list(obj.modifiers)
+    at = stack.index(mod)
+    before = [m for m in stack[:at] if m.show_viewport]
+    mesh = obj.data
+    if not before and mesh.shape_keys is None:
+        yield obj
+        return
+    tail = [m for m in stack[at:] if m.show_viewport]
+    try:
+        with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
+            if tail or exclude_keys:
+                depsgraph.update()
+            evaluated = obj.evaluated_get(depsgraph)
+            if len(evaluated.data.vertices) != len(mesh.vertices):
+                raise HybridSkinError(
+                    f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
+                    "move the Armature modifier above them"
+                )
+            yield evaluated
+    finally:
+        if tail or exclude_keys:
+            depsgraph.update()
+
+
 def rest_geometry(
     obj: bpy.types.Object,
     mod: bpy.types.Modifier,
     depsgraph: bpy.types.Depsgraph,
     exclude_keys: tuple[str, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions and vertex normals ``(N, 3)`` that the Armature modifier receives (mesh local space).
-
-    Shape keys (except ``exclude_keys``, Hybrid Skin's own baked keys) and enabled modifiers above the
-    Armature modifier are applied. When the mesh has
-    neither, that is the mesh itself. Otherwise the object is evaluated with the Armature modifier
-    and everything after it hidden (as in GPU display mode); the user's settings are restored.
-    """
-    stack = list(obj.modifiers)
-    at = stack.index(mod)
-    before = [m for m in stack[:at] if m.show_viewport]
-    mesh = obj.data
-    n = len(mesh.vertices)
-    if not before and mesh.shape_keys is None:
-        return vertex_positions(mesh), vertex_normals(mesh)
-    tail = [m for m in stack[at:] if m.show_viewport]
-    with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
-        if tail or exclude_keys:
-            depsgraph.update()
-        evaluated = obj.evaluated_get(depsgraph).data
-        if len(evaluated.vertices) != n:
-            raise HybridSkinError(
-                f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
-                "move the Armature modifier above them"
-            )
-        result = vertex_positions(evaluated), vertex_normals(evaluated)
-    if tail or exclude_keys:
-        depsgraph.update()
-    return result
+    """Positions and vertex normals ``(N, 3)`` that the Armature modifier receives (mesh local space; see
+    :func:`armature_input`)."""
+    with armature_input(obj, mod, depsgraph, exclude_keys) as source:
+        return vertex_positions(source.data), vertex_normals(source.data)
 
 
 def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,6 +13,12 @@ weight painted or set by a script, vertices moved, but also a modifier shown or 
 *suspect* (:func:`mark_edited`, from the depsgraph handlers): the next use reads the weights and the rest
 input again and binds again only if what the bind read differs (:func:`cached_bind`; reading and comparing
 weights: :mod:`.weights`).
+
+Weights are those the Armature modifier receives: the mesh's own, or, when a modifier above it may change
+them (Vertex Weight modifiers, Geometry Nodes; :func:`..bridge.weight_modifiers_above`), those of the mesh
+evaluated up to it, like the rest positions. Such weights change without any edit of the mesh (a keyframed
+modifier setting, a Proximity target that moves), so those binds have *live weights*: every use but the
+viewport's compares them.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ __all__ = [
     "TRANSFORM_TOLERANCE",
     "MeshBind",
     "PosedBind",
+    "armature_weights",
     "bind",
     "bind_groups",
     "cached_bind",
@@ -81,6 +88,9 @@ class MeshBind:
     #: Blender reported the mesh's data changed since the bind or its last check (:func:`mark_edited`):
     #: the next :func:`cached_bind` compares weights and rest input before using it.
     suspect: bool = False
+    #: A modifier above the Armature modifier may change the weights at any frame: every
+    #: :func:`cached_bind` with ``check_rest`` compares them (see the module docstring).
+    live_weights: bool = False
     binding: SkinBinding = field(init=False)
     bound_target_to_armature: np.ndarray = field(init=False)
 
@@ -275,6 +285,7 @@ def _fingerprint(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> tupl
         mod.use_bone_envelopes,
         mod.use_vertex_groups,
         tuple(g.name for g in obj.vertex_groups),
+        tuple(m.name for m in bridge.weight_modifiers_above(obj, mod)),  # one added or shown: live weights
         tuple((b.name, b.use_deform, b.bbone_segments) for b in arm.data.bones) if arm else (),
         _bone_rest_key(arm),
     )
@@ -290,6 +301,22 @@ def _bone_rest_key(arm: bpy.types.Object | None) -> bytes:
     return buf.tobytes()
 
 
+def armature_weights(
+    obj: bpy.types.Object,
+    mod: bpy.types.ArmatureModifier,
+    bones: core_binding.DeformBones,
+    groups: tuple[str, ...],
+    depsgraph: bpy.types.Depsgraph,
+) -> weights_mod.Weights:
+    """The weights the Armature modifier ``mod`` receives (and the ``groups`` a bind keeps): the mesh's
+    own, or, when modifiers above it may change them, those of the mesh evaluated up to it (as Blender
+    deforms it)."""
+    if not bridge.weight_modifiers_above(obj, mod):
+        return weights_mod.read(obj, mod, bones, groups)
+    with bridge.armature_input(obj, mod, depsgraph, baked_keys(obj)) as source:
+        return weights_mod.read(obj, mod, bones, groups, source)
+
+
 def bind(
     obj: bpy.types.Object,
     depsgraph: bpy.types.Depsgraph,
@@ -302,7 +329,7 @@ def bind(
 
     ``modifier_name``: the Armature modifier to follow (the first one when empty); ``extra_groups``:
     vertex groups whose weights the bind keeps besides the modifier's mask group (the factor group);
-    ``weights``: the mesh's weights as :func:`.weights.read` read them just before, for these groups.
+    ``weights``: the weights as :func:`armature_weights` read them just before, for these groups.
     Raises :class:`..errors.HybridSkinError` on bad input."""
     mod = bridge.armature_modifier(obj, modifier_name)
     arm = bridge.validate(obj, mod, rest_in_edit_mode=True)
@@ -310,7 +337,7 @@ def bind(
     arm_eval = arm.evaluated_get(depsgraph)
     positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
     if weights is None or weights.bone_names != bones.names:
-        weights = weights_mod.read(obj, mod, bones, extra_groups)
+        weights = armature_weights(obj, mod, bones, extra_groups, depsgraph)
     if mod.use_vertex_groups and not mod.use_bone_envelopes and not weights.matches_a_bone:
         raise HybridSkinError(
             f"No vertex group of '{obj.name}' matches a deform bone of '{arm.name}': "
@@ -339,6 +366,7 @@ def bind(
         rest_segments=rest_segments,
         virtual_rest=core_binding.virtual_rest_matrices(bones, rest_segments),
         fingerprint=_fingerprint(obj, mod),
+        live_weights=bool(bridge.weight_modifiers_above(obj, mod)),
     )
     bound.rebuild_binding(target_to_armature(obj.evaluated_get(depsgraph), arm_eval), arm_eval)
     return bound
@@ -361,10 +389,12 @@ def cached_bind(
     from the runtime's cache; re-bound when its mesh, modifier settings, groups, bones or weights changed.
 
     ``check_rest``: also bind again when the mesh's vertices moved since the bind (O(vertices), one bulk
-    read). Why rebind rather than refuse: the bind is a cache of the mesh, and a cache that no longer
-    matches its source is refreshed; a message would only ask the user to press Rebind, and a result (a
-    bake, a script's positions) must never come from a mesh that is not there any more. The viewport passes
-    False: it is O(bones) per frame. Weights are compared only when the bind is suspect (:func:`mark_edited`:
+    read), and when a bind with live weights (modifiers above may change them) reads other weights now
+    (the mesh evaluated up to the Armature modifier). Why rebind rather than refuse: the bind is a cache
+    of the mesh, and a cache that no longer matches its source is refreshed; a message would only ask the
+    user to press Rebind, and a result (a bake, a script's positions) must never come from a mesh that is
+    not there any more. The viewport passes False: it is O(bones) per frame, and does not show binds with
+    live weights. Otherwise weights are compared only when the bind is suspect (:func:`mark_edited`:
     Blender reported the mesh's data changed), for every caller: one bulk read of the weights, then the
     same bind is kept if nothing it uses changed."""
     settings = getattr(obj, "hybrid_skin", None)
@@ -380,8 +410,8 @@ def cached_bind(
         or any(gi not in bound.group_weights for gi in map(obj.vertex_groups.find, groups) if gi >= 0)
         or ((check_rest or bound.suspect) and bound.mesh_moved(obj, mod))
         or (
-            bound.suspect
-            and not (read := weights_mod.read(obj, mod, bound.bones, groups)).same_use(
+            (bound.suspect or (check_rest and bound.live_weights))
+            and not (read := armature_weights(obj, mod, bound.bones, groups, depsgraph)).same_use(
                 bound.entries, bound.group_weights
             )
         )

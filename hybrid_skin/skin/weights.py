@@ -49,11 +49,15 @@ def read(
     mod: bpy.types.ArmatureModifier,
     bones: core_binding.DeformBones,
     extra: tuple[str, ...],
+    source: bpy.types.Object | None = None,
 ) -> Weights:
-    """The mesh's weight entries as a bind uses them (one bulk read of every entry); ``extra``: groups
-    kept besides the modifier's mask group."""
-    counts, groups, weights = bridge.read_vertex_group_entries(obj.data)
-    group_names = [g.name for g in obj.vertex_groups]
+    """The weight entries the Armature modifier ``mod`` receives, as a bind uses them (one bulk read of
+    every entry); ``extra``: groups kept besides the modifier's mask group. ``source``: the object as the
+    modifier receives it (:func:`..bridge.armature_input`: evaluated when modifiers above may change
+    weights), ``obj`` when not given; its groups are found by name, and kept under ``obj``'s indices."""
+    source = obj if source is None else source
+    counts, groups, weights = bridge.read_vertex_group_entries(source.data)
+    group_names = [g.name for g in source.vertex_groups]
     bone_of_name = {name: i for i, name in enumerate(bones.names)}
     group_to_bone = np.array([bone_of_name.get(name, -1) for name in group_names] + [-1], dtype=np.int64)
     entry_bone = group_to_bone[np.where(groups < len(group_names), groups, len(group_names))]
@@ -61,12 +65,14 @@ def read(
     if not mod.use_vertex_groups:
         entry_bone = np.full_like(entry_bone, -1)
 
-    wanted = [gi for gi in map(obj.vertex_groups.find, {mod.vertex_group, *extra} - {""}) if gi >= 0]
+    names = {mod.vertex_group, *extra} - {""}
+    wanted = {obj.vertex_groups.find(name): source.vertex_groups.find(name) for name in names}
+    wanted.pop(-1, None)  # a group the object does not have: no weights kept (as for a missing group)
     vertex = np.repeat(np.arange(len(counts)), counts) if wanted else None
     group_weights: dict[int, np.ndarray] = {}
-    for gi in wanted:
+    for gi, si in wanted.items():
         w = np.zeros(len(counts), dtype=np.float64)
-        hit = groups == gi
+        hit = groups == si
         w[vertex[hit]] = weights[hit]
         group_weights[gi] = w
     return Weights((counts, entry_bone, weights), group_weights, tuple(bones.names), matches_a_bone)
