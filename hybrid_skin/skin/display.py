@@ -60,7 +60,9 @@ def gpu_applied(obj: bpy.types.Object) -> bool:
 def gpu_refusal(obj: bpy.types.Object) -> str | None:
     """Why the GPU display cannot show ``obj``, as one sentence (Blender's own stack shows it then), or
     None. The GPU display skins one Armature modifier and hides Blender's drawing of the mesh: a linked
-    object's modifiers cannot be hidden, and a second Armature modifier would be left out."""
+    object's modifiers cannot be hidden, a second Armature modifier would be left out, and weights that a
+    modifier above changes (at any frame: a keyframed setting, a Proximity target that moves) would have
+    to be read back from Blender's evaluation at every frame, which costs more than Blender's own stack."""
     if obj.library is not None or obj.override_library is not None:
         return (
             f"'{obj.name}' is linked from a library, whose modifiers Hybrid Skin cannot hide: Blender shows "
@@ -71,6 +73,14 @@ def gpu_refusal(obj: bpy.types.Object) -> str | None:
         return (
             f"'{obj.name}' has {len(armatures)} Armature modifiers and the GPU display skins only one: "
             "it uses the Evaluated display (Blender's own stack) instead"
+        )
+    mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
+    weighting = bridge.weight_modifiers_above(obj, mod) if mod is not None else []
+    if weighting:
+        return (
+            f"Modifier '{weighting[0].name}' above the Armature modifier of '{obj.name}' can change its "
+            "vertex-group weights at any frame, which the GPU display cannot follow: it uses the Evaluated "
+            "display (Blender's own stack) instead"
         )
     return None
 
