@@ -68,7 +68,13 @@ def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.M
     mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj))
     bridge.validate(obj, mod)
     stack = list(obj.modifiers)
-    above = [m.name for m in stack[: stack.index(mod)] if m.show_viewport or m.show_render]
+    # Shape keys act before the modifiers above: one that moves vertices would move the baked ones too.
+    # One that only changes weights leaves them where they are (the Armature modifier is off then).
+    above = [
+        m.name
+        for m in stack[: stack.index(mod)]
+        if (m.show_viewport or m.show_render) and m.type not in bridge.WEIGHT_ONLY_MODIFIER_TYPES
+    ]
     if above and target in ("SHAPE_KEYS", "CURRENT"):
         raise HybridSkinError(
             f"Modifiers {above} sit above '{mod.name}' on '{obj.name}': shape keys act before them. "
