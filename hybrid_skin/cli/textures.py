@@ -81,6 +81,13 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
+def _blender_reason(err: RuntimeError) -> str:
+    """Blender's own message from an operator's RuntimeError ("Error: File format is not supported in
+    file '…'") as one line."""
+    text = " ".join(str(err).split())
+    return text.removeprefix("Error:").strip() or type(err).__name__
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.blend.is_file():
         return _fail(f"no such .blend file: {args.blend}", 2)
@@ -99,7 +106,10 @@ def run(args: argparse.Namespace) -> int:
     if own_properties:  # read the objects' saved Hybrid Skin settings (deform factor, modes)
         properties.register()
     try:
-        bpy.ops.wm.open_mainfile(filepath=str(args.blend.resolve()), load_ui=False)
+        try:
+            bpy.ops.wm.open_mainfile(filepath=str(args.blend.resolve()), load_ui=False)
+        except RuntimeError as err:  # not a .blend, damaged, or from a newer Blender
+            return _fail(f"cannot open '{args.blend}' as a .blend file: {_blender_reason(err)}", 2)
         obj = bpy.data.objects.get(args.object)
         if obj is None:
             return _fail(f"no object '{args.object}' in {args.blend.name}")
@@ -127,7 +137,13 @@ def run(args: argparse.Namespace) -> int:
         )
         result = animtex_bake.bake(bpy.context, obj, options, names)
         if args.save:
-            bpy.ops.wm.save_mainfile()
+            try:
+                bpy.ops.wm.save_mainfile()
+            except RuntimeError as err:
+                return _fail(
+                    f"the textures are written, but '{args.blend}' could not be saved with the mesh data: "
+                    f"{_blender_reason(err)}"
+                )
     except HybridSkinError as err:
         return _fail(str(err))
     finally:

@@ -83,6 +83,11 @@ def test_command_line(addon, core, robot, tmp_path):
         assert failed.returncode == 1 and message in failed.stderr, failed.stderr
         assert os.listdir(tmp_path / "empty") == []
     assert run_cli(str(tmp_path / "missing.blend"), "--object", "x", "--output", str(out)).returncode == 2
+    not_blend = tmp_path / "notes.blend"
+    not_blend.write_text("not a blend file\n")
+    failed = run_cli(str(not_blend), "--object", "x", "--output", str(tmp_path / "empty"))
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
+    assert f"error: cannot open '{not_blend}' as a .blend file: " in failed.stderr, failed.stderr
 
 
 def test_deform_factor_is_the_objects_own_or_the_one_given(addon, core, robot, tmp_path):
