@@ -301,12 +301,17 @@ def set_attribute(
 ) -> None:
     """Write an attribute on ``domain`` (``"POINT"``, ``"CORNER"``), (re)created when it is missing or of
     another type or domain."""
-    attr = mesh.attributes.get(name)
+    attributes = mesh.attributes
+    colors = (attributes.active_color_name, attributes.default_color_name)
+    attr = attributes.get(name)
     if attr is not None and (attr.data_type != data_type or attr.domain != domain):
-        mesh.attributes.remove(attr)
+        attributes.remove(attr)
         attr = None
     if attr is None:
-        mesh.attributes.new(name, data_type, domain)
+        attributes.new(name, data_type, domain)
+        # Blender makes a mesh's first colour attribute the active (painted) and render one: data stored
+        # as colour must not take the user's choice, "none" included.
+        attributes.active_color_name, attributes.default_color_name = colors
     mesh.attributes[name].data.foreach_set(field, np.ascontiguousarray(values).ravel())
 
 

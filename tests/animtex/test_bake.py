@@ -520,3 +520,23 @@ def test_undo_removes_the_mesh_data(addon, animtex, robot, tmp_path):
     bpy.ops.ed.undo()
     assert "animtex_uv" not in bpy.data.objects[name].data.uv_layers
     assert "animtex_index" not in bpy.data.objects[name].data.attributes
+
+
+@pytest.mark.parametrize("user_colors", [False, True], ids=["no colour attribute", "the user's own"])
+def test_bone_data_stored_as_colour_never_becomes_the_active_or_render_colour(
+    addon, animtex, tmp_path, user_colors
+):
+    """The bone kinds store indices and weights as colour attributes. Blender makes a mesh's first colour
+    attribute the active (Vertex Paint paints it) and render one: after a bake the viewport's Attribute
+    colour showed bone indices and a paint stroke wrote into the bake's data. The user's choice stays."""
+    arm, obj, _ = bent_chain("Colours", {1: (0, 0, 0), 4: (70, 0, 40)})
+    attributes = obj.data.attributes
+    if user_colors:
+        obj.data.color_attributes.new("Col", "BYTE_COLOR", "CORNER")
+        obj.data.color_attributes.new("Paint", "FLOAT_COLOR", "POINT")
+        attributes.active_color_name, attributes.default_color_name = "Paint", "Col"
+    before = (attributes.active_color_name, attributes.default_color_name)
+    bake(directory=str(tmp_path), kind="BONE_DQ", precision="PNG16", file_name="colours")
+    names = {a.name for a in obj.data.color_attributes}
+    assert {"animtex_bone_indices", "animtex_bone_weights"} <= names, "the bake's data (or this test is void)"
+    assert (attributes.active_color_name, attributes.default_color_name) == before
