@@ -113,6 +113,10 @@ def armature_of(objects) -> object:
     return arms.pop()
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _action_name(action, armature) -> str:
     """The action's own name (Blender 4.2's glTF importer appended ``_<armature object>``)."""
     return action.name.removesuffix(f"_{armature.name}")
@@ -153,7 +157,7 @@ def add_hybrid_skin(objects) -> str:
             raise StepFailed(f"'{obj.name}': {_operator_message(err)}") from None
     vertices = sum(len(o.data.vertices) for o in objects)
     factor = objects[0].hybrid_skin.deform_factor
-    return f"{len(objects)} meshes, {vertices:,} vertices, deform factor {factor:g}"
+    return f"{_count(len(objects), 'mesh', 'meshes')}, {vertices:,} vertices, deform factor {factor:g}"
 
 
 def compare_with_blender(objects, armature, actions) -> str:
@@ -265,7 +269,7 @@ def render_pose(objects, armature, actions, output: Path) -> str:
             f"{PICTURE_TWIST_DEGREES:g}° (LBS and DQS {100 * gap:.0f}% of its size apart)")
 
 
-def bake_textures(armature, actions, output: Path) -> str:
+def bake_textures(armature, actions, output: Path, stem: str) -> str:
     import bpy
 
     from ..animtex import bake as animtex_bake
@@ -274,7 +278,7 @@ def bake_textures(armature, actions, output: Path) -> str:
     folder = output / "textures"
     folder.mkdir(parents=True, exist_ok=True)
     options = animtex_bake.BakeOptions(
-        directory=str(folder), kind="BONE_DQ", precision="PNG16", name="robot_bone_dq",
+        directory=str(folder), kind="BONE_DQ", precision="PNG16", name=f"{stem}_bone_dq",
         write_mesh_data=True,
     )
     try:
@@ -284,7 +288,7 @@ def bake_textures(armature, actions, output: Path) -> str:
     overall = result.report["overall"]
     clips = ", ".join(_action_name(a, armature) for a in actions)
     files = f"{Path(result.image_path).name} + {Path(result.json_path).name}"
-    return (f"{len(actions)} clips ({clips}) → {files}; "
+    return (f"{_count(len(actions), 'clip', 'clips')} ({clips}) → {files}; "
             f"decoded vs Blender: max {overall['max']:.2g} ({overall['max_percent']:.2g}% of the size)")
 
 
@@ -306,7 +310,8 @@ def bake_shape_keys(objects, armature, actions) -> str:
             raise StepFailed(f"'{obj.name}': {_operator_message(err)}") from None
     frames = end - start + 1
     name = _action_name(action, armature)
-    return f"'{name}' frames {start}–{end}: {frames} keyed shape keys on {len(objects)} meshes"
+    meshes = _count(len(objects), "mesh", "meshes")
+    return f"'{name}' frames {start}–{end}: {frames} keyed shape keys on {meshes}"
 
 
 def save_blend(path: Path) -> str:
@@ -337,7 +342,8 @@ def run(args: argparse.Namespace) -> int:
 
     t_start = time.perf_counter()
     print(f"Hybrid Skin demo on Blender {bpy.app.version_string}: {asset.name} → {output}")
-    blend = output / f"{asset.stem.lower()}_demo.blend"
+    stem = asset.stem.lower()
+    blend = output / f"{stem}_demo.blend"
     progress = Progress()
     try:
         progress.run(f"Import {asset.name}", lambda: import_asset(asset))
@@ -352,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
         progress.run("Compare with Blender", lambda: compare_with_blender(objects, armature, actions))
         progress.run("Render LBS | hybrid | Auto | DQS",
                      lambda: render_pose(objects, armature, actions, output))
-        progress.run("Bake animation textures", lambda: bake_textures(armature, actions, output))
+        progress.run("Bake animation textures", lambda: bake_textures(armature, actions, output, stem))
         progress.run("Bake shape keys", lambda: bake_shape_keys(objects, armature, actions))
         progress.run("Save", lambda: save_blend(blend))
     except StepFailed as err:

@@ -85,7 +85,7 @@ def test_the_texture_set_and_its_error_line(demo, addon):
     done, output = demo
     assert done.returncode == 0, done.stderr
     core = __import__(addon.__name__ + ".core.animtex", fromlist=["x"])
-    meta, _texture = load_bake(core, output / "textures" / "robot_bone_dq.json")  # schema-checked
+    meta, _texture = load_bake(core, output / "textures" / "robotexpressive_bone_dq.json")  # schema-checked
     assert meta["kind"] == "BONE_DQ" and len(meta["clips"]) == 4
     assert (output / "textures" / meta["image"]).is_file()
     line = next(s for s in done.stdout.splitlines() if "Bake animation textures" in s)
@@ -114,7 +114,7 @@ def test_the_blend_opens_set_up_and_finds_its_files_after_a_move(demo, addon, tm
     stored = json.loads(arm["_hybrid_skin_animtex"])
     assert stored["json"].startswith("//") and stored["image"].startswith("//"), stored
     summary = __import__(addon.__name__ + ".animtex.summary", fromlist=["x"]).last_summary(arm)
-    assert Path(summary["json"]).resolve() == (moved / "textures" / "robot_bone_dq.json").resolve()
+    assert Path(summary["json"]).resolve() == (moved / "textures" / "robotexpressive_bone_dq.json").resolve()
 
 
 def test_failures_are_one_sentence_and_a_non_zero_exit(tmp_path):
@@ -131,3 +131,19 @@ def test_failures_are_one_sentence_and_a_non_zero_exit(tmp_path):
     assert "error: " in unskinned.stderr
     assert "has no mesh deformed by an Armature modifier" in unskinned.stderr
     assert "Traceback" not in unskinned.stderr
+
+
+def test_another_asset_names_its_files_and_counts_in_words(tmp_path, assets):
+    """The files are named after the asset (they were 'robot_bone_dq' whatever it was), and one mesh or
+    one clip is not "1 meshes"."""
+    output = tmp_path / "cesium"
+    done = run_demo("--asset", str(assets / "CesiumMan.gltf"), "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (output / "textures").iterdir()) == [
+        "cesiumman_bone_dq.json",
+        "cesiumman_bone_dq.png",
+    ]
+    assert (output / "cesiumman_demo.blend").is_file()
+    steps = [line for line in done.stdout.splitlines() if re.match(r"\[\d/7\] ", line)]
+    assert any(" 1 mesh, " in s for s in steps) and any(" 1 clip (" in s for s in steps), steps
+    assert not any(re.search(r"\b1 (meshes|clips)\b", s) for s in steps), steps
