@@ -22,6 +22,19 @@ def _bent(display_factor_mode: str = "GLOBAL"):
     return arm, cyl
 
 
+def _twist_group(addon):
+    """The bent cylinder in Vertex Group factor mode (group 'Twist' at 0.2, slider 1) with Hybrid Skin on;
+    ``ring``: the vertices around the first joint, which the tests paint."""
+    arm, cyl = _bent("VERTEX_GROUP")
+    twist = cyl.vertex_groups.new(name="Twist")
+    twist.add(list(range(len(cyl.data.vertices))), 0.2, "REPLACE")
+    cyl.hybrid_skin.factor_vertex_group = "Twist"
+    cyl.hybrid_skin.deform_factor = 1.0
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
+    return cyl, twist, ring, modules(addon)
+
+
 def _shown_equals_blender(hs, cyl: bpy.types.Object, factor, what: str) -> np.ndarray:
     """What the Evaluated display shows equals Blender's own mix at ``factor`` (the display is taken down
     to measure Blender's mix on the user's own modifier, then put back)."""
@@ -49,15 +62,8 @@ def test_a_keyframed_deform_factor_drives_the_evaluated_display(addon):
 
 
 def test_a_painted_factor_group_reaches_the_evaluated_display(addon):
-    arm, cyl = _bent("VERTEX_GROUP")
-    twist = cyl.vertex_groups.new(name="Twist")
-    twist.add(list(range(len(cyl.data.vertices))), 0.2, "REPLACE")
-    cyl.hybrid_skin.factor_vertex_group = "Twist"
-    cyl.hybrid_skin.deform_factor = 1.0
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
-    hs = modules(addon)
+    cyl, twist, ring, hs = _twist_group(addon)
     before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
-    ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
 
     assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
     twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
@@ -73,16 +79,9 @@ def test_a_painted_factor_group_reaches_the_evaluated_display(addon):
 def test_a_factor_group_painted_in_weight_paint_is_shown_once_the_stroke_is_over(addon, monkeypatch):
     """Not only at the next frame change or back in Object Mode: a weight edit queues the write for a
     timer, which waits while a paint stroke runs (the stroke may hold the mesh's weight arrays)."""
-    arm, cyl = _bent("VERTEX_GROUP")
-    twist = cyl.vertex_groups.new(name="Twist")
-    twist.add(list(range(len(cyl.data.vertices))), 0.2, "REPLACE")
-    cyl.hybrid_skin.factor_vertex_group = "Twist"
-    cyl.hybrid_skin.deform_factor = 1.0
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
-    hs = modules(addon)
+    cyl, twist, ring, hs = _twist_group(addon)
     refresh = hs.handlers.refresh_painted_factors
     before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
-    ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
 
     assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
     twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
@@ -111,15 +110,8 @@ def test_a_factor_group_painted_in_weight_paint_is_shown_once_the_stroke_is_over
 def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
     """An undo step stores the add-on's factor group as it was when the step was pushed (the write comes
     after a stroke's push): the update after an undo queues the write again."""
-    arm, cyl = _bent("VERTEX_GROUP")
-    twist = cyl.vertex_groups.new(name="Twist")
-    twist.add(list(range(len(cyl.data.vertices))), 0.2, "REPLACE")
-    cyl.hybrid_skin.factor_vertex_group = "Twist"
-    cyl.hybrid_skin.deform_factor = 1.0
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
-    hs = modules(addon)
+    cyl, twist, ring, hs = _twist_group(addon)
     refresh = hs.handlers.refresh_painted_factors
-    ring = [v.index for v in cyl.data.vertices if abs(v.co.z - 1.0) < 0.35]
     try:
         bpy.ops.ed.undo_push(message="before")
         for weight in (1.0, 0.6):  # two strokes, each pushed before its factors are written
