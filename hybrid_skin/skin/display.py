@@ -32,9 +32,11 @@ from . import bind, native
 __all__ = [
     "DQS_MODIFIER",
     "FACTOR_GROUP",
+    "HIDDEN",
     "apply",
     "follow_mode",
     "gpu_applied",
+    "gpu_aside",
     "gpu_refusal",
     "is_applied",
     "refresh_factor_group",
@@ -174,8 +176,9 @@ def _apply(obj: bpy.types.Object) -> bool:
     gpu = settings.display == "GPU" and gpu_refusal(obj) is None
     if not gpu and settings.display == "GPU":
         runtime.get().report_once(obj, HybridSkinError(gpu_refusal(obj)))
-    if gpu and obj.mode != "OBJECT":
-        saved["aside"] = obj.mode  # Blender draws it, with the user's setup (see follow_mode)
+    aside = _aside_reason(obj, mod)
+    if gpu and aside is not None:
+        saved["aside"] = aside  # Blender draws it, with the user's setup (see follow_mode)
     elif gpu:
         tail = stack[stack.index(mod) :]
         saved["show_viewport"] = [[*bridge.modifier_ref(m), m.show_viewport] for m in tail]
@@ -227,9 +230,32 @@ def follow_mode(obj: bpy.types.Object) -> None:
             obj.hybrid_skin.saved_state = json.dumps(saved)
             refresh_factor_group(obj, only_if_changed=not edited)
         return
-    in_object_mode = obj.mode == "OBJECT"
-    if ("aside" in saved and in_object_mode) or ("show_viewport" in saved and not in_object_mode):
+    if "aside" in saved:  # nothing of the user's is hidden now: the followed modifier's eye is theirs
+        mod = bridge.find_modifier(obj, saved.get("armature_ref") or [0, saved.get("armature_modifier", "")])
+        if mod is None or _aside_reason(obj, mod) != saved["aside"]:
+            _apply(obj)
+    elif "show_viewport" in saved and obj.mode != "OBJECT":
         _apply(obj)
+
+
+#: Why the GPU display steps aside besides a mode: the user hid the Armature modifier in the viewport.
+HIDDEN = "HIDDEN"
+
+
+def _aside_reason(obj: bpy.types.Object, mod: bpy.types.Modifier) -> str | None:
+    """Why the GPU display lets Blender draw ``obj`` with the user's own setup: a mode other than Object
+    Mode (see :func:`follow_mode`), or :data:`HIDDEN` — the user hid the Armature modifier in the viewport,
+    so Blender shows the mesh undeformed (and so does the Evaluated display); skinning it would show what
+    the user turned off. None when the GPU display draws it."""
+    if obj.mode != "OBJECT":
+        return obj.mode
+    return None if mod.show_viewport else HIDDEN
+
+
+def gpu_aside(obj: bpy.types.Object) -> str | None:
+    """Why the GPU display is stepping aside for ``obj`` (a mode or :data:`HIDDEN`), or None."""
+    state = obj.hybrid_skin.saved_state
+    return json.loads(state).get("aside") if state else None
 
 
 def separate_copy(obj: bpy.types.Object) -> bool:

@@ -39,6 +39,8 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             layout.label(text="Shown by Blender's own modifiers (see the Info log)", icon="INFO")
         elif settings.display == "GPU" and obj.mode != "OBJECT":
             layout.label(text="Blender draws the mesh until Object Mode", icon="INFO")
+        elif settings.display == "GPU" and display.gpu_aside(obj) == display.HIDDEN:
+            layout.label(text="Armature modifier hidden: Blender draws the mesh", icon="INFO")
         layout.operator("hybrid_skin.render_comparison", icon="RENDER_STILL")
         self.draw_bake(layout, settings)
         self.draw_stats(layout, obj)

@@ -260,3 +260,31 @@ def test_a_save_in_edit_mode_with_the_evaluated_display_stores_the_users_mesh_ex
     _mode(cyl, "OBJECT")
     assert cyl.modifiers.get(hs.display.DQS_MODIFIER) is not None
     assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.5), "after the save")
+
+
+def test_an_armature_modifier_the_user_hid_is_respected_by_the_gpu_display(addon):
+    """A rigger hides the Armature modifier in the viewport to see the rest shape: Blender (and the
+    Evaluated display) then show the mesh undeformed, but the GPU display skinned it anyway. It steps
+    aside while the modifier is hidden (the panel says why) and draws again once the user shows it."""
+    arm, cyl = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (70, 0, 30))
+    activate(cyl)
+    hs = modules(addon)
+    panel = importlib.import_module(addon.__name__ + ".skin.panel").VIEW3D_PT_hybrid_skin
+    note = "Armature modifier hidden: Blender draws the mesh"
+    lbs = evaluated_positions(cyl)
+    cyl.modifiers["Armature"].show_viewport = False
+    rest, setup = evaluated_positions(cyl), _user_setup(cyl)
+    assert np.abs(rest - lbs).max() > 0.1, "hiding the modifier must show the rest shape (or this is void)"
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl)
+    assert not hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
+    assert_close(evaluated_positions(cyl), rest, "what Blender shows: the rest shape, as the user asked")
+    assert note in draw_panel(panel).labels()
+    cyl.modifiers["Armature"].show_viewport = True  # the user shows it again
+    bpy.context.view_layer.update()
+    assert hs.display.gpu_applied(cyl) and hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
+    assert note not in draw_panel(panel).labels()
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert cyl.modifiers["Armature"].show_viewport, "the user's last choice comes back"
+    assert_close(evaluated_positions(cyl), lbs, "after Remove")
