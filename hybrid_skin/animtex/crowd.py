@@ -186,10 +186,22 @@ def preview_for(
 ) -> CrowdPreview:
     """A crowd of the active object's last bake (its sidecar and texture are read from disk)."""
     summary = last_summary(obj)
-    if summary is None or not Path(summary["json"]).is_file():
+    if summary is None:
         raise HybridSkinError(f"'{obj.name}' has no animation texture bake: bake one first")
-    meta = json.loads(Path(summary["json"]).read_text(encoding="utf-8"))
-    channels = read_image(str(Path(summary["json"]).with_name(meta["image"])))
+    sidecar = Path(summary["json"])
+    if not sidecar.is_file():
+        raise HybridSkinError(
+            f"the last bake of '{obj.name}' is not where it was written ({sidecar} is missing): move its "
+            "files back or bake again"
+        )
+    meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    image = sidecar.with_name(meta["image"])
+    if not image.is_file():
+        raise HybridSkinError(
+            f"the texture of the last bake of '{obj.name}' is missing ({image}): move it back beside "
+            f"{sidecar.name} or bake again"
+        )
+    channels = read_image(str(image))
     texture_from_metadata(meta, channels)  # checks the image matches the sidecar
     parts = _mesh_parts(meta, obj, scene)
     if spacing <= 0.0:

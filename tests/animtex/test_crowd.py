@@ -223,6 +223,30 @@ def test_toggle_and_clean_removal(gpu_context, modules, tmp_path):
         bpy.ops.hybrid_skin.crowd_preview()
 
 
+@pytest.mark.parametrize("gone", ["folder moved", "texture deleted"])
+def test_a_bake_whose_files_are_gone_is_one_sentence_naming_them(gpu_context, modules, tmp_path, gone):
+    """The folder moved after the bake was told "has no animation texture bake: bake one first" (false);
+    a deleted texture reached the catch-all ("please report this") with a traceback."""
+    arm, _obj = swinging_character("Gone")
+    folder = tmp_path / "bake"
+    folder.mkdir()
+    bpy.ops.hybrid_skin.bake_animation_texture(directory=str(folder), kind="VERTEX", precision="PNG8")
+    image = folder / f"{arm.name}_vertex.png"
+    assert image.is_file()
+    if gone == "folder moved":
+        folder.rename(tmp_path / "elsewhere")
+        missing, message = folder / f"{arm.name}_vertex.json", "is not where it was written"
+    else:
+        image.unlink()
+        missing, message = image, "The texture of the last bake"
+    with pytest.raises(RuntimeError) as info:
+        bpy.ops.hybrid_skin.crowd_preview()
+    text = str(info.value)
+    assert message.lower() in text.lower() and str(missing) in text, text
+    assert "report" not in text and text.strip().count("\n") == 0, text
+    assert not modules[0].is_active()
+
+
 @pytest.mark.parametrize(
     ("variant", "broken_file", "line"),
     [
