@@ -39,6 +39,8 @@ from ..skin import bind, display
 KEY_PREFIX = "HS Bake "
 CACHE_MODIFIER = "HybridSkin Cache"
 TARGETS = ("SHAPE_KEYS", "CURRENT", "PC2", "MDD")
+#: The Mesh Cache modifier's largest Frame Scale (its RNA range).
+MAX_CACHE_FRAME_SCALE = 100.0
 
 
 def bake_frames(start: int, end: int, step: int) -> list[int]:
@@ -49,6 +51,12 @@ def bake_frames(start: int, end: int, step: int) -> list[int]:
             f"Frame range {start}–{end} is reversed: the end must not come before the start"
         )
     return list(range(start, end + 1, step))
+
+
+def animation_time(scene: bpy.types.Scene) -> float:
+    """Animation frames per scene frame: Time Stretching (Output ▸ Frame Range) evaluates every
+    animation, shape-key values and a Mesh Cache's sample included, at ``frame · old / new``."""
+    return scene.render.frame_map_old / scene.render.frame_map_new
 
 
 def is_baked(obj: bpy.types.Object) -> bool:
@@ -153,11 +161,27 @@ class Baker:
         self.mod = check(obj, target, filepath)
         if target in ("PC2", "MDD"):
             self.filepath = bridge.absolute_path(filepath, "point cache")
+            self._check_cache_speed(context.scene)
         factor.resolve(obj)  # a missing factor group is refused before anything changes
         self.index = 0
         self.results: list[np.ndarray] = []
         self.record: dict = {}
         self.frame_before = (context.scene.frame_current, context.scene.frame_subframe)
+
+    @property
+    def frame_step(self) -> int:
+        return (self.frames[1] - self.frames[0]) if len(self.frames) > 1 else 1
+
+    def _check_cache_speed(self, scene: bpy.types.Scene) -> None:
+        """The Mesh Cache reads one sample per ``frame_step · old / new`` animation frames (see
+        :meth:`_write_cache`); its Frame Scale cannot go above 100."""
+        if 1.0 / (self.frame_step * animation_time(scene)) > MAX_CACHE_FRAME_SCALE:
+            render = scene.render
+            raise HybridSkinError(
+                f"Time Stretching {render.frame_map_old} → {render.frame_map_new} slows the animation more "
+                "than a Mesh Cache modifier can follow (Frame Scale at most 100): bake to shape keys, "
+                "or set Time Stretching closer to 1:1 (Output ▸ Frame Range)"
+            )
 
     @property
     def progress(self) -> float:
@@ -233,7 +257,7 @@ class Baker:
 
     def _write_cache(self) -> None:
         frames = np.stack(self.results)
-        start, step = self.frames[0], (self.frames[1] - self.frames[0]) if len(self.frames) > 1 else 1
+        start, step = self.frames[0], self.frame_step
         try:
             if self.target == "PC2":
                 pointcache.write_pc2(self.filepath, frames, float(start), float(step))
@@ -248,10 +272,11 @@ class Baker:
         self.record["cache_modifier"] = bridge.modifier_ref(cache)
         cache.cache_format = self.target
         cache.filepath = self.filepath
-        # The Mesh Cache reads sample (scene frame · frame_scale − frame_start): both in scaled time, so
-        # that scene frame ``start + i·step`` reads sample i.
+        # The Mesh Cache reads sample (animation frame · frame_scale − frame_start), the animation frame
+        # being the scene frame · old / new under Time Stretching: scene frame ``start + i·step`` reads
+        # sample i.
         cache.frame_start = float(start) / step
-        cache.frame_scale = 1.0 / step
+        cache.frame_scale = 1.0 / (step * animation_time(self.context.scene))
         cache.deform_mode = "OVERWRITE"
         with self.context.temp_override(object=self.obj):
             at = list(self.obj.modifiers).index(self.mod)
@@ -284,8 +309,12 @@ class Baker:
         obj.active_shape_key_index = active
 
     def _key_values(self, key: bpy.types.Key, names: list[str]) -> None:
-        """Key i is 1 at its frame and 0 at its neighbours (linear), held at the ends of the range."""
-        frames = self.frames
+        """Key i is 1 at its frame and 0 at its neighbours (linear), held at the ends of the range.
+
+        Keyed in animation frames: under Time Stretching Blender evaluates the values at
+        ``scene frame · old / new``, so scene frame f shows the key baked at f."""
+        scale = animation_time(self.context.scene)
+        frames = [frame * scale for frame in self.frames]
         for i, name in enumerate(names):
             kb = key.key_blocks[name]
             points = [(frames[i], 1.0)]
