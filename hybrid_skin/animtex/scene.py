@@ -5,7 +5,8 @@ at bake start (:class:`MeshPart`), the actions to bake and their clips, and :cla
 which plays one action at a time on the armature (NLA off; bones the action does not key keep the pose
 the scene has at bake start, or rest with ``unkeyed_at_rest``), hides the baked meshes' deformation
 while sampling, and restores the action, slot, NLA settings, pose, the armature object's
-transform (an action may key it: root motion), modifier visibility and the scene frame afterwards.
+transform (an action may key it: root motion), modifier visibility, the scene frame and Time Stretching
+afterwards (a clip holds the action's own frames: stretching is set to 1:1 while sampling).
 The samples taken at each frame are :class:`..core.animtex.samples.FrameSample`; the baker
 (:mod:`.bake`) orchestrates.
 """
@@ -161,6 +162,7 @@ class AnimationState:
     def __init__(self, scene: bpy.types.Scene, arm: bpy.types.Object, *, unkeyed_at_rest: bool = False):
         self.scene, self.arm, self.unkeyed_at_rest = scene, arm, unkeyed_at_rest
         self.frame = (scene.frame_current, scene.frame_subframe)
+        self.time_stretching = (scene.render.frame_map_old, scene.render.frame_map_new)
         anim = arm.animation_data
         if anim is not None and anim.use_tweak_mode:
             raise HybridSkinError(f"'{arm.name}' is in NLA tweak mode: leave tweak mode before baking")
@@ -217,6 +219,11 @@ class AnimationState:
                 anim.action_slot = slot
 
     def set_frame(self, frame: float) -> None:
+        """Evaluate the action at its own ``frame``: Time Stretching (which evaluates animation at
+        ``scene frame · old / new``) is 1:1 until :meth:`restore`."""
+        render = self.scene.render
+        if render.frame_map_old != render.frame_map_new:
+            render.frame_map_old = render.frame_map_new
         whole = int(np.floor(frame))
         self.scene.frame_set(whole, subframe=float(frame - whole))
 
@@ -236,4 +243,7 @@ class AnimationState:
         self._set_transform()
         for mod in self.hidden:
             mod.show_viewport = True
+        render = self.scene.render
+        if (render.frame_map_old, render.frame_map_new) != self.time_stretching:
+            render.frame_map_old, render.frame_map_new = self.time_stretching
         self.scene.frame_set(self.frame[0], subframe=self.frame[1])
