@@ -39,6 +39,8 @@ from ..skin import bind, display
 KEY_PREFIX = "HS Bake "
 CACHE_MODIFIER = "HybridSkin Cache"
 TARGETS = ("SHAPE_KEYS", "CURRENT", "PC2", "MDD")
+#: Blender's frame range (MINAFRAME … MAXFRAME): ``scene.frame_set`` clamps anything outside it.
+BLENDER_FRAMES = (-1048574, 1048574)
 #: The Mesh Cache modifier's largest Frame Scale (its RNA range).
 MAX_CACHE_FRAME_SCALE = 100.0
 
@@ -46,11 +48,22 @@ MAX_CACHE_FRAME_SCALE = 100.0
 def bake_frames(start: int, end: int, step: int) -> list[int]:
     if step <= 0:
         raise HybridSkinError(f"Frame step must be at least 1, got {step}")
+    for frame in (start, end):
+        if not BLENDER_FRAMES[0] <= frame <= BLENDER_FRAMES[1]:
+            raise HybridSkinError(
+                f"Frame {frame} is outside Blender's frame range ({BLENDER_FRAMES[0]} to "
+                f"{BLENDER_FRAMES[1]}): choose a Start and End inside it"
+            )
     if end < start:
         raise HybridSkinError(
             f"Frame range {start}–{end} is reversed: the end must not come before the start"
         )
     return list(range(start, end + 1, step))
+
+
+def key_name(frame: int) -> str:
+    """``HS Bake 0001``; negative frames ``HS Bake -0005`` (four digits after the sign too)."""
+    return f"{KEY_PREFIX}{frame:04d}" if frame >= 0 else f"{KEY_PREFIX}-{-frame:04d}"
 
 
 def animation_time(scene: bpy.types.Scene) -> float:
@@ -294,7 +307,7 @@ class Baker:
         basis = key.reference_key
         base = bridge.shape_key_points(basis)  # raw fast path (Blender ≥ 4.1)
         for frame, delta in zip(self.frames, self.results):
-            name = f"{KEY_PREFIX}{frame:04d}" if self.target == "SHAPE_KEYS" else f"{KEY_PREFIX}Frame {frame}"
+            name = key_name(frame) if self.target == "SHAPE_KEYS" else f"{KEY_PREFIX}Frame {frame}"
             kb = obj.shape_key_add(name=name, from_mix=False)
             record["keys"].append(kb.name)  # recorded at once: a failure later clears exactly these
             bridge.set_shape_key_points(kb, base + delta.astype(np.float32))

@@ -27,8 +27,14 @@ class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     target: EnumProperty(name="Target", items=TARGET_ITEMS, default="SHAPE_KEYS")
-    frame_start: IntProperty(name="Start", description="First frame (-1: the scene's)", default=-1)
-    frame_end: IntProperty(name="End", description="Last frame (-1: the scene's)", default=-1)
+    # Negative frames are frames: a bound left out (not set) is the scene's, never a sentinel value.
+    # SKIP_SAVE: a bake started from the panel must not reuse the Start/End of an earlier bake.
+    frame_start: IntProperty(
+        name="Start", description="First frame (left out: the scene's)", default=1, options={"SKIP_SAVE"}
+    )
+    frame_end: IntProperty(
+        name="End", description="Last frame (left out: the scene's)", default=250, options={"SKIP_SAVE"}
+    )
     frame_step: IntProperty(name="Step", description="Bake every Nth frame", default=1)
     filepath: StringProperty(
         name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
@@ -46,9 +52,12 @@ class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
         if self.target == "CURRENT":
             frames = [scene.frame_current]
         else:
-            start = scene.frame_start if self.frame_start < 0 else self.frame_start
-            end = scene.frame_end if self.frame_end < 0 else self.frame_end
-            frames = baker.bake_frames(start, end, self.frame_step)
+            # Filled in when left out, so the Adjust Last Operation panel shows what was baked.
+            if not self.properties.is_property_set("frame_start"):
+                self.frame_start = scene.frame_start
+            if not self.properties.is_property_set("frame_end"):
+                self.frame_end = scene.frame_end
+            frames = baker.bake_frames(self.frame_start, self.frame_end, self.frame_step)
         return baker.Baker(context, context.active_object, self.target, frames, self.filepath)
 
     def rollback(self, context) -> None:
