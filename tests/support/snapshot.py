@@ -10,8 +10,8 @@ positions, every attribute (name, domain, type, values), UV maps (active, active
 setting and coordinate, the key's own settings), the animation data of object, mesh and shape keys (action,
 slot, NLA tracks, every F-Curve with its keyframes and modifiers, every driver with expression and variables);
 per armature object: the pose (every channel of every pose bone), the armature's pose position; the scene's
-frame, frame range and fps; datablock names of every collection in bpy.data; and files on disk under
-the given folders (names, sizes, SHA-256).
+frame, frame range, fps and Time Stretching; datablock names of every collection in bpy.data; and files on
+disk under the given folders (names, sizes, SHA-256).
 """
 
 from __future__ import annotations
@@ -226,6 +226,7 @@ def snapshot(scene: bpy.types.Scene | None = None, folders: Iterable[Path] = ())
         "scene": {
             "frame": (scene.frame_current, scene.frame_subframe, scene.frame_start, scene.frame_end),
             "fps": (scene.render.fps, scene.render.fps_base),
+            "time_stretching": (scene.render.frame_map_old, scene.render.frame_map_new),
             "animation": animation(scene),
         },
         "objects": {o.name: object_snapshot(o) for o in scene.objects},
