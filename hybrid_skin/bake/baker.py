@@ -19,7 +19,12 @@ shape key and values stay.
 
 Refused (one sentence each, nothing changed): a mesh shared by several objects (a bake would deform
 them all), shape-key targets with Shape Key Lock on or absolute shape keys (relative keys would not
-play back), a point cache path relative to an unsaved file.
+play back), a point cache path relative to an unsaved file, a point cache Time Stretching slows past the
+Mesh Cache's Frame Scale limit, a frame outside Blender's range.
+
+Time Stretching (``render.frame_map_old/new``) makes Blender evaluate animation, shape-key values and a
+Mesh Cache's sample at ``scene frame · old / new``: frames are sampled at scene frames (what the scene
+shows) and keyed or scaled in that animation time (:func:`animation_time`), so they play back there.
 """
 
 from __future__ import annotations
