@@ -25,7 +25,17 @@ __all__ = ["HybridSkinError", "deformed_normals", "deformed_positions", "rebind"
 
 
 def _mesh_object(value) -> bpy.types.Object:
-    """``value`` if it is a mesh object; else one sentence saying what was passed and what to pass."""
+    """``value`` if it is a mesh object (its original for an evaluated copy, which a depsgraph hands out);
+    else one sentence saying what was passed and what to pass."""
+    if isinstance(value, bpy.types.ID):
+        try:
+            _ = value.name  # a removed object raises here: its Python object outlives it
+        except ReferenceError:
+            raise HybridSkinError(
+                "the object passed was removed from the file: pass an object that exists"
+            ) from None
+        if value.is_evaluated:
+            value = value.original
     if isinstance(value, bpy.types.Object) and value.type == "MESH":
         return value
     if isinstance(value, bpy.types.Object):
@@ -59,7 +69,8 @@ def deformed_positions(
 
     ``deform_factor``: ``None`` uses the object's Hybrid Skin settings (global, vertex group or auto
     factor); a number in [0, 1] (0 = linear blend, 1 = dual quaternion) or an ``(N,)`` array of them
-    overrides. Anything else (NaN, a value outside [0, 1], a string) is a :class:`HybridSkinError`.
+    overrides. Anything else (NaN, a value outside [0, 1], a string, even "0.5") is a
+    :class:`HybridSkinError`. An evaluated copy of the object is skinned as its original.
     """
     return _evaluate(mesh_object, deform_factor, depsgraph, normals=False)[0]
 

@@ -71,6 +71,8 @@ def _override(value: float | np.ndarray, n: int) -> DeformFactor:
     """A script's factor, checked by one rule for a number and for every value of an array: a number in
     [0, 1] (NaN is none), never clipped or passed on silently."""
     try:
+        if isinstance(value, str | bytes) or np.asarray(value).dtype.kind in "USVO":
+            raise TypeError  # text is not a number, even "0.5" (numpy would read it as one)
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise HybridSkinError(

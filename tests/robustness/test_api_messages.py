@@ -56,7 +56,7 @@ def test_rebind_of_none_is_a_sentence(addon, rig):
     refused(addon, lambda: api.rebind(None), "needs a mesh object (bpy.types.Object), got NoneType None")
 
 
-@pytest.mark.parametrize("value", ["AUTO", [0.5, "x"], {"f": 0.5}])
+@pytest.mark.parametrize("value", ["AUTO", [0.5, "x"], {"f": 0.5}, "0.5", b"1", ["0.5"] * 3])
 def test_a_factor_that_is_not_a_number_is_a_sentence(addon, rig, value):
     arm, cyl = rig
     api = modules(addon).api
@@ -79,6 +79,30 @@ def test_a_factor_array_follows_the_scalars_rule(addon, rig, bad, message):
     refused(addon, lambda: api.deformed_positions(cyl, deform_factor=factors), message)
     with pytest.raises(modules(addon).errors.HybridSkinError, match=r"must lie in \[0, 1\]"):
         api.deformed_positions(cyl, deform_factor=float(bad))  # the same rule for one number
+
+
+def test_an_evaluated_copy_is_skinned_as_its_original(addon, rig):
+    """A depsgraph hands out evaluated copies (``depsgraph.objects``, ``obj.evaluated_get``): they were told
+    "'Cylinder' no longer exists" and bound their already deformed mesh as a rest shape."""
+    arm, cyl = rig
+    api = modules(addon).api
+    copy = cyl.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    assert copy.is_evaluated and copy.original == cyl
+    expected = native_positions(cyl, 0.5)
+    assert_close(api.deformed_positions(copy, deform_factor=0.5), expected, "an evaluated copy")
+    assert_close(api.deformed_positions(cyl, deform_factor=0.5), expected, "the original after it")
+    np.testing.assert_array_equal(
+        api.deformed_normals(copy, deform_factor=0.5), api.deformed_normals(cyl, deform_factor=0.5)
+    )
+
+
+def test_a_removed_object_is_a_sentence(addon, rig):
+    arm, cyl = rig
+    api = modules(addon).api
+    bpy.data.objects.remove(cyl)
+    for call in (api.deformed_positions, api.deformed_normals, api.rebind):
+        with pytest.raises(modules(addon).errors.HybridSkinError, match="was removed from the file"):
+            call(cyl)
 
 
 # ---------------------------------------------------------------------------- vertices moved, no Rebind
