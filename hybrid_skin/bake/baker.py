@@ -178,7 +178,10 @@ class Baker:
         self.filepath = filepath
         self.mod = check(obj, target, filepath)
         if target in ("PC2", "MDD"):
-            self.filepath = bridge.absolute_path(filepath, "point cache")
+            self.filepath = bridge.absolute_path(filepath, "point cache")  # where the file is written
+            # What the Mesh Cache modifier holds: a path relative to the .blend (``//``) stays relative, as
+            # Blender keeps its own, so the project folder can move and Save As remaps it.
+            self.cache_path = filepath if filepath.startswith("//") else self.filepath
             self._check_cache_speed(context.scene)
         factor.resolve(obj)  # a missing factor group is refused before anything changes
         self.index = 0
@@ -289,7 +292,7 @@ class Baker:
         cache = self.obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
         self.record["cache_modifier"] = bridge.modifier_ref(cache)
         cache.cache_format = self.target
-        cache.filepath = self.filepath
+        cache.filepath = self.cache_path
         # The Mesh Cache reads sample (animation frame · frame_scale − frame_start), the animation frame
         # being the scene frame · old / new under Time Stretching: scene frame ``start + i·step`` reads
         # sample i.

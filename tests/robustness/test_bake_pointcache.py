@@ -2,19 +2,30 @@
 
 Issue 12, wrong result 7 (frame step > 1 played back wrong: the Mesh Cache reads sample
 ``frame · frame_scale − frame_start``, so ``frame_start`` must be ``start / step``), 16 (``//x.pc2`` in an
-unsaved file) and the message for a write that fails (PermissionError).
+unsaved file), the message for a write that fails (PermissionError), and a ``//`` path that the Mesh Cache
+modifier held as an absolute one (a moved project folder played the rest mesh).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import shutil
 
 import bpy
 import numpy as np
 import pytest
 
-from tests.robustness.bake_scene import diagonal, evaluated, refused, rig, same_as, snapshot, unsaved_file
+from tests.robustness.bake_scene import (
+    activate,
+    diagonal,
+    evaluated,
+    refused,
+    rig,
+    same_as,
+    snapshot,
+    unsaved_file,
+)
 
 
 @pytest.mark.parametrize("fmt", ["PC2", "MDD"])
@@ -33,6 +44,7 @@ def test_point_cache_with_a_frame_step_plays_back_the_hybrid(addon, tmp_path, fm
         target=fmt, frame_start=start, frame_end=end, frame_step=step, filepath=str(path)
     ) == {"FINISHED"}
     assert obj.modifiers["HybridSkin Cache"].type == "MESH_CACHE"
+    assert obj.modifiers["HybridSkin Cache"].filepath == str(path)  # absolute stays absolute
     for frame in frames:
         bpy.context.scene.frame_set(frame)
         error = np.abs(evaluated(obj) - expected[frame]).max()
@@ -61,7 +73,73 @@ def test_relative_cache_path_in_a_saved_file_lands_next_to_it(addon, tmp_path):
         target="PC2", frame_start=1, frame_end=4, filepath="//x.pc2"
     ) == {"FINISHED"}
     assert (tmp_path / "x.pc2").is_file()
-    assert os.path.isabs(obj.modifiers["HybridSkin Cache"].filepath)
+    assert obj.modifiers["HybridSkin Cache"].filepath == "//x.pc2"  # relative stays relative
+
+
+def _bake_relative_cache(addon, tmp_path, fmt: str) -> tuple:
+    """A saved project ``proj/scene.blend`` with a ``//cache.<fmt>`` bake of frames 1–12, saved again;
+    returns the project folder and, per checked frame, what Blender's Mesh Cache played there (equal to
+    the hybrid computed before the bake)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    arm, obj = rig()
+    frames = [1, 4, 7, 12]
+    expected = {}
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        expected[frame] = addon.api.deformed_positions(obj)
+    bpy.ops.wm.save_as_mainfile(filepath=str(project / "scene.blend"))
+    obj = bpy.data.objects["Cylinder"]
+    activate(obj)
+    name = f"cache.{fmt.lower()}"
+    assert bpy.ops.hybrid_skin.bake_deformation(
+        target=fmt, frame_start=1, frame_end=12, filepath=f"//{name}"
+    ) == {"FINISHED"}
+    assert (project / name).is_file()  # written where the user asked
+    assert obj.modifiers["HybridSkin Cache"].filepath == f"//{name}"
+    played = {}
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        played[frame] = evaluated(obj)
+        assert_close(played[frame], expected[frame], f"frame {frame} before the move")
+    bpy.ops.wm.save_mainfile()
+    return project, played
+
+
+def assert_close(ours: np.ndarray, reference: np.ndarray, what: str) -> None:
+    diag = diagonal(reference)
+    error = np.abs(ours - reference).max()
+    assert error <= 1e-5 * diag, f"{what}: {error / diag:.2e} of the bounding box off"
+
+
+def _plays_as_baked(blend, played: dict, what: str) -> None:
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    obj = bpy.data.objects["Cylinder"]
+    for frame, positions in played.items():
+        bpy.context.scene.frame_set(frame)
+        assert_close(evaluated(obj), positions, f"frame {frame} {what}")
+    cache = obj.modifiers["HybridSkin Cache"]
+    assert cache.filepath.startswith("//"), cache.filepath  # still relative: the folder can move again
+
+
+@pytest.mark.parametrize("fmt", ["PC2", "MDD"])
+def test_a_relative_cache_plays_after_the_project_folder_moves(addon, tmp_path, fmt):
+    """The Mesh Cache held the absolute path: after the folder moved it found no file ("No such file")
+    and the mesh dropped to its rest shape."""
+    project, played = _bake_relative_cache(addon, tmp_path, fmt)
+    moved = tmp_path / "moved"
+    shutil.move(project, moved)
+    _plays_as_baked(moved / "scene.blend", played, "after the project folder moved")
+
+
+@pytest.mark.parametrize("where", ["sibling/sub", "proj/deeper"])
+def test_a_relative_cache_plays_after_save_as_into_another_folder(addon, tmp_path, where):
+    """Blender remaps the Mesh Cache's ``//`` path on Save As (Remap Relative, its default)."""
+    _project, played = _bake_relative_cache(addon, tmp_path, "PC2")
+    target = tmp_path / where
+    target.mkdir(parents=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(target / "scene.blend"))
+    _plays_as_baked(target / "scene.blend", played, f"after Save As into {where}")
 
 
 @pytest.mark.parametrize("fmt", ["PC2", "MDD"])
