@@ -66,6 +66,9 @@ class Runtime:
     #: ``Object.session_uid`` of Evaluated displays whose factor group was painted (or set by a script):
     #: written by a timer once the stroke is over (:func:`.skin.handlers.refresh_painted_factors`).
     factors_painted: set[int] = field(default_factory=set)
+    #: ``Object.session_uid`` → its texture bake summary before a save into another folder rebased its paths
+    #: (:mod:`.skin.handlers`): put back when the open file stays the old one (Save Copy, a failed save).
+    summaries_before_save: dict[int, str] = field(default_factory=dict)
 
     def bump(self) -> None:
         """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""

@@ -3,15 +3,20 @@ when Blender reports their mesh changed (weights painted or set by a script).
 
 Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and
 re-applied in ``save_post``, or ``save_post_fail`` when the save failed), so a file opened without the
-add-on looks exactly as before Hybrid Skin.
+add-on looks exactly as before Hybrid Skin. A save into another folder also rebases the ``//`` paths the
+add-on stores (the texture bake's files), as Blender does for its own; they are put back when the open
+file stays the old one (Save Copy, a failed save).
 """
 
 from __future__ import annotations
+
+import os
 
 import bpy
 from bpy.app.handlers import persistent
 
 from .. import runtime
+from ..animtex import summary
 from . import bind, display, viewport
 
 
@@ -50,13 +55,26 @@ def on_load_post(*_args) -> None:
     reapply_all()
 
 
+def _same_file(a: str, b: str) -> bool:
+    return bool(a and b) and os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
 @persistent
-def on_save_pre(*_args) -> None:
+def on_save_pre(filepath: str = "", *_args) -> None:
+    """``filepath`` is the file being written; ``bpy.data.filepath`` is still the open one."""
     restore_all()
+    new = filepath if isinstance(filepath, str) else ""
+    runtime.get().summaries_before_save = summary.rebase_paths(bpy.data.filepath, new)
 
 
 @persistent
-def on_save_post(*_args) -> None:
+def on_save_post(filepath: str = "", *_args) -> None:
+    """After a save, or one that failed (``save_post_fail``): the open file is the one written, or the old
+    one still (Save Copy, a failure), whose stored paths must name its own files again."""
+    state = runtime.get()
+    before, state.summaries_before_save = state.summaries_before_save, {}
+    if before and not _same_file(bpy.data.filepath, filepath if isinstance(filepath, str) else ""):
+        summary.restore_texts(before)
     reapply_all()
 
 
