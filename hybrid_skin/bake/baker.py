@@ -15,7 +15,7 @@ exactly what the bake created: its shape keys, its F-Curves and the action they 
 created the Basis, the shape keys' animation data or that action, and the modifier it bypassed (by its
 ``persistent_uid``, so a renamed modifier is still found). ``clear`` removes only that: the user's own
 drivers, the keyframes they added afterwards (even inside an action the bake created), their active
-shape key and values stay.
+shape key and values stay. A point cache file stays on disk: it is the user's (nothing deletes files).
 
 Refused (one sentence each, nothing changed): a mesh shared by several objects (a bake would deform
 them all), shape-key targets with Shape Key Lock on or absolute shape keys (relative keys would not

@@ -143,6 +143,23 @@ def test_a_relative_cache_plays_after_save_as_into_another_folder(addon, tmp_pat
 
 
 @pytest.mark.parametrize("fmt", ["PC2", "MDD"])
+def test_clear_bake_removes_the_modifier_and_leaves_the_file(addon, tmp_path, fmt):
+    """README: Clear Bake removes what the bake added to the file; the cache file on disk is the user's."""
+    arm, obj = rig()
+    bpy.context.scene.frame_set(6)
+    unbaked = evaluated(obj)
+    path = tmp_path / f"x.{fmt.lower()}"
+    assert bpy.ops.hybrid_skin.bake_deformation(
+        target=fmt, frame_start=1, frame_end=12, filepath=str(path)
+    ) == {"FINISHED"}
+    written = path.read_bytes()
+    assert bpy.ops.hybrid_skin.clear_bake() == {"FINISHED"}
+    assert [m.type for m in obj.modifiers] == ["ARMATURE"] and not obj.hybrid_skin.bake_state
+    assert path.read_bytes() == written
+    assert_close(evaluated(obj), unbaked, "after Clear Bake (the scene shows what it showed before the bake)")
+
+
+@pytest.mark.parametrize("fmt", ["PC2", "MDD"])
 def test_a_write_that_fails_is_a_sentence_and_changes_nothing(addon, tmp_path, monkeypatch, fmt):
     """The folder looks writable but the write itself fails (PermissionError: a full disk, a share)."""
     baker = importlib.import_module(addon.__name__ + ".bake.baker")
