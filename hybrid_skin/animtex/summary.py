@@ -89,7 +89,10 @@ def rebase_paths(old_blend: str, new_blend: str) -> dict[int, str]:
         text = obj.get(SUMMARY_PROPERTY)
         if obj.library is not None or obj.override_library is not None or not isinstance(text, str):
             continue
-        info = json.loads(text)
+        try:
+            info = json.loads(text)
+        except ValueError:  # not a summary this build wrote: a save handler must not raise, leave it
+            continue
         for key in PATH_KEYS:
             path = info.get(key)
             if isinstance(path, str) and path.startswith("//"):
