@@ -63,9 +63,9 @@ class Runtime:
     #: ``((mode, number, group), weak reference to the bind or None)``; frame changes rewrite it only
     #: when that changed (an animated factor, a painted factor group).
     factors_written: dict[int, tuple] = field(default_factory=dict)
-    #: ``Object.session_uid`` of Evaluated displays whose factor group was painted (or set by a script):
-    #: written by a timer once the stroke is over (:func:`.skin.handlers.refresh_painted_factors`).
-    factors_painted: set[int] = field(default_factory=set)
+    #: ``Object.session_uid`` of Evaluated displays whose factor group a timer writes (a painted factor
+    #: group once the stroke is over, a fallback a handler set up): :func:`.skin.display.queue_factor_write`.
+    factors_queued: set[int] = field(default_factory=set)
     #: ``Object.session_uid`` → its texture bake summary before a save into another folder rebased its paths
     #: (:mod:`.skin.handlers`): put back when the open file stays the old one (Save Copy, a failed save).
     summaries_before_save: dict[int, str] = field(default_factory=dict)

@@ -39,10 +39,12 @@ __all__ = [
     "gpu_aside",
     "gpu_refusal",
     "is_applied",
+    "queue_factor_write",
     "refresh_factor_group",
     "restore",
     "settings_changed",
     "write_factor_group",
+    "write_queued_factors",
 ]
 
 FACTOR_GROUP = "HybridSkin Factor"
@@ -236,6 +238,12 @@ def follow_mode(obj: bpy.types.Object) -> None:
             _apply(obj)
     elif "show_viewport" in saved and obj.mode != "OBJECT":
         _apply(obj)
+    elif "show_viewport" in saved and gpu_refusal(obj) is not None:
+        # A second Armature modifier, or one above that changes weights, added while the GPU display is on:
+        # Blender's own stack shows it from now on (said once), its factors written by the timer.
+        if _apply(obj):
+            runtime.get().factors_written.pop(obj.session_uid, None)
+            queue_factor_write(obj)
 
 
 #: Why the GPU display steps aside besides a mode: the user hid the Armature modifier in the viewport.
@@ -256,6 +264,47 @@ def gpu_aside(obj: bpy.types.Object) -> str | None:
     """Why the GPU display is stepping aside for ``obj`` (a mode or :data:`HIDDEN`), or None."""
     state = obj.hybrid_skin.saved_state
     return json.loads(state).get("aside") if state else None
+
+
+#: Seconds between a change that needs the Evaluated display's factors written (a painted factor group, a
+#: fallback set up by a handler) and the write (the dabs of a stroke coalesce); while a paint stroke runs,
+#: the timer waits this long again.
+FACTOR_WRITE_DELAY_S = 0.2
+
+
+def queue_factor_write(obj: bpy.types.Object) -> None:
+    """Write ``obj``'s factor group from a timer (:func:`write_queued_factors`): for the depsgraph handler,
+    where writing is not allowed (it needs the bind, which may evaluate the scene). In background mode,
+    where timers do not run, the next frame change writes it."""
+    runtime.get().factors_queued.add(obj.session_uid)
+    if not bpy.app.timers.is_registered(write_queued_factors):
+        # Persistent: a file load must not drop a pending timer; the add-on's unregister removes it.
+        bpy.app.timers.register(write_queued_factors, first_interval=FACTOR_WRITE_DELAY_S, persistent=True)
+
+
+def _stroke_running() -> bool:
+    """A paint or sculpt stroke is in progress (it may hold the mesh's weight arrays: nothing else writes
+    them until it ends)."""
+    wm = getattr(bpy.context, "window_manager", None)
+    return wm is not None and any(
+        op.bl_idname.startswith(("PAINT_OT_", "SCULPT_OT_")) for w in wm.windows for op in w.modal_operators
+    )
+
+
+def write_queued_factors() -> float | None:
+    """Timer: write the factor group of each object :func:`queue_factor_write` queued, if its factors
+    changed (a painted factor group: the bind compares it), after any stroke in progress. The write is the
+    add-on's own edit: it leaves the binds trusted."""
+    state = runtime.current()
+    if state is None:
+        return None
+    if _stroke_running():
+        return FACTOR_WRITE_DELAY_S
+    queued, state.factors_queued = state.factors_queued, set()
+    for obj in [o for o in bpy.data.objects if o.session_uid in queued]:
+        with bind.own_edits([obj]):
+            refresh_factor_group(obj, only_if_changed=True)
+    return FACTOR_WRITE_DELAY_S if state.factors_queued else None
 
 
 def separate_copy(obj: bpy.types.Object) -> bool:

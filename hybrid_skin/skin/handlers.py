@@ -108,16 +108,10 @@ def on_depsgraph_update(scene, depsgraph) -> None:
             display.follow_mode(obj)
 
 
-#: Seconds between a weight edit and the Evaluated display showing a painted factor group (the dabs of a
-#: stroke coalesce); while a paint stroke runs, the timer waits this long again.
-PAINT_REFRESH_S = 0.2
-
-
 def _painted_factor_groups(edited: set[int]) -> None:
     """The Evaluated display mixes by a group the add-on writes from the user's factor group: when a weight
     edit may have changed that group (painted, set by a script), the write is queued for a timer. Not here:
     writing needs the bind, which may evaluate the scene, and nothing may evaluate inside this handler."""
-    pending = runtime.get().factors_painted
     for obj in enabled_objects():
         settings = obj.hybrid_skin
         if (
@@ -126,36 +120,7 @@ def _painted_factor_groups(edited: set[int]) -> None:
             and not settings.bake_state
             and obj.data.session_uid in edited
         ):
-            pending.add(obj.session_uid)
-    if pending and not bpy.app.timers.is_registered(refresh_painted_factors):
-        # Persistent: a file load must not drop a pending timer (see register()); unregister() removes it.
-        bpy.app.timers.register(refresh_painted_factors, first_interval=PAINT_REFRESH_S, persistent=True)
-
-
-def _stroke_running() -> bool:
-    """A paint or sculpt stroke is in progress (it may hold the mesh's weight arrays: nothing else writes
-    them until it ends)."""
-    wm = getattr(bpy.context, "window_manager", None)
-    return wm is not None and any(
-        op.bl_idname.startswith(("PAINT_OT_", "SCULPT_OT_")) for w in wm.windows for op in w.modal_operators
-    )
-
-
-def refresh_painted_factors() -> float | None:
-    """Timer: write the factor group of each Evaluated display queued by :func:`_painted_factor_groups` if
-    the user's factor group changed (the bind compares it), after any stroke in progress. The write is the
-    add-on's own edit: it leaves the binds trusted."""
-    state = runtime.current()
-    if state is None:
-        return None
-    if _stroke_running():
-        return PAINT_REFRESH_S
-    queued, state.factors_painted = state.factors_painted, set()
-    for obj in enabled_objects():
-        if obj.session_uid in queued and obj.hybrid_skin.display == "EVALUATED":
-            with bind.own_edits([obj]):
-                display.refresh_factor_group(obj, only_if_changed=True)
-    return PAINT_REFRESH_S if state.factors_painted else None
+            display.queue_factor_write(obj)
 
 
 def _animated(id_data: bpy.types.ID | None) -> bool:
@@ -247,7 +212,7 @@ def register() -> None:
 
 
 def unregister() -> None:
-    for timer in (_rearm_after_register, refresh_painted_factors):
+    for timer in (_rearm_after_register, display.write_queued_factors):
         if bpy.app.timers.is_registered(timer):
             bpy.app.timers.unregister(timer)
     for name, func in reversed(_HANDLERS):

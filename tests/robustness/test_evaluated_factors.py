@@ -80,7 +80,7 @@ def test_a_factor_group_painted_in_weight_paint_is_shown_once_the_stroke_is_over
     """Not only at the next frame change or back in Object Mode: a weight edit queues the write for a
     timer, which waits while a paint stroke runs (the stroke may hold the mesh's weight arrays)."""
     cyl, twist, ring, hs = _twist_group(addon)
-    refresh = hs.handlers.refresh_painted_factors
+    refresh = hs.display.write_queued_factors
     before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
 
     assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
@@ -90,10 +90,10 @@ def test_a_factor_group_painted_in_weight_paint_is_shown_once_the_stroke_is_over
     try:
         assert bpy.app.timers.is_registered(refresh), "a painted factor group must queue its write"
         # The bpy module runs no timers: called as Blender would call it.
-        monkeypatch.setattr(hs.handlers, "_stroke_running", lambda: True)
-        assert refresh() == hs.handlers.PAINT_REFRESH_S, "it waits for the stroke to end"
+        monkeypatch.setattr(hs.display, "_stroke_running", lambda: True)
+        assert refresh() == hs.display.FACTOR_WRITE_DELAY_S, "it waits for the stroke to end"
         assert np.abs(evaluated_positions(cyl) - before).max() == 0.0
-        monkeypatch.setattr(hs.handlers, "_stroke_running", lambda: False)
+        monkeypatch.setattr(hs.display, "_stroke_running", lambda: False)
         assert refresh() is None, "one write, and its own update queues nothing more"
     finally:
         if bpy.app.timers.is_registered(refresh):
@@ -111,7 +111,7 @@ def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
     """An undo step stores the add-on's factor group as it was when the step was pushed (the write comes
     after a stroke's push): the update after an undo queues the write again."""
     cyl, twist, ring, hs = _twist_group(addon)
-    refresh = hs.handlers.refresh_painted_factors
+    refresh = hs.display.write_queued_factors
     try:
         bpy.ops.ed.undo_push(message="before")
         for weight in (1.0, 0.6):  # two strokes, each pushed before its factors are written
