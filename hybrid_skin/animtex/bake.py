@@ -107,6 +107,11 @@ class TextureBake:
             raise HybridSkinError(f"Frame step must be at least {MIN_FRAME_STEP}, got {options.frame_step}")
         if not 1 <= options.max_width <= 16384:
             raise HybridSkinError(f"Max width must be 1..16384, got {options.max_width}")
+        if not options.tolerance >= 0.0:  # NaN too
+            raise HybridSkinError(
+                f"Tolerance must be 0 (off: the frame step and precision given) or a positive distance in "
+                f"scene units, got {options.tolerance}"
+            )
         self.directory = check_directory(options.directory)
         self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)

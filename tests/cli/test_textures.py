@@ -78,6 +78,8 @@ def test_command_line(addon, core, robot, tmp_path):
         (("--object", "Object_72"), "has no Armature modifier"),
         (("--object", arm.name, "--actions", "Nope"), "No action named"),
         (("--object", "Ghost"), "no object 'Ghost'"),
+        (("--object", arm.name, "--tolerance", "-1"), "Tolerance must be 0 (off"),  # was taken for "off"
+        (("--object", arm.name, "--tolerance", "nan"), "Tolerance must be 0 (off"),
     ):
         failed = run_cli(str(blend), *args, "--output", str(tmp_path / "empty"))
         assert failed.returncode == 1 and message in failed.stderr, failed.stderr
