@@ -225,6 +225,18 @@ def follow_mode(obj: bpy.types.Object) -> None:
         state = obj.hybrid_skin.saved_state
     saved = json.loads(state)
     if "added_modifier" in saved:
+        if obj.mode == "OBJECT" and _parts_removed(obj, saved):
+            runtime.get().report_once(
+                obj,
+                HybridSkinError(
+                    f"'{obj.name}': the Evaluated display's modifier or factor group was removed, so it is "
+                    "set up again (Remove Hybrid Skin, or pick the GPU display, to take it off)"
+                ),
+            )
+            if _apply(obj):
+                runtime.get().factors_written.pop(obj.session_uid, None)
+                queue_factor_write(obj)
+            return
         if obj.mode != "OBJECT":
             _factors_due(obj, saved, obj.mode)
         elif saved.get("factors_due"):
@@ -244,6 +256,15 @@ def follow_mode(obj: bpy.types.Object) -> None:
         if _apply(obj):
             runtime.get().factors_written.pop(obj.session_uid, None)
             queue_factor_write(obj)
+
+
+def _parts_removed(obj: bpy.types.Object, saved: dict) -> bool:
+    """Whether the user removed the Evaluated display's Preserve Volume modifier or its factor group: the
+    mesh would show plain LBS (or mix by a group that is gone) while the panel says Evaluated."""
+    ref = saved.get("added_modifier")
+    if not isinstance(ref, list):  # a record of an earlier version that reused a modifier: nothing to check
+        return False
+    return _saved_modifier(obj, ref, DQS_MODIFIER) is None or _factor_group(obj, saved) is None
 
 
 #: Why the GPU display steps aside besides a mode: the user hid the Armature modifier in the viewport.

@@ -6,8 +6,11 @@ or set by a script. Truth: Blender's own LBS + Preserve Volume mix at the factor
 
 from __future__ import annotations
 
+import json
+
 import bpy
 import numpy as np
+import pytest
 
 from tests.robustness.helpers import activate, assert_close, modules, three_bone_cylinder
 from tests.support.scenes import evaluated_positions, group_weights, native_positions, pose_bone
@@ -133,3 +136,30 @@ def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
     hs.display.restore(cyl)
     assert_close(shown, native_positions(cyl, group_weights(cyl, "Twist")), "after undo")
     hs.display.apply(cyl)
+
+
+@pytest.mark.parametrize("part", ["modifier", "group"])
+def test_a_removed_display_modifier_or_group_is_set_up_again(addon, part):
+    """The user deletes the Evaluated display's Preserve Volume modifier or its factor group: the mesh
+    showed plain LBS (or mixed by nothing) while the panel said Evaluated, with no word. It is set up
+    again at the next evaluation, said once, and shows Blender's mix again."""
+    arm, cyl = _bent()
+    cyl.hybrid_skin.deform_factor = 0.7
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    hs = modules(addon)
+    _shown_equals_blender(hs, cyl, 0.7, "before")
+    record = json.loads(cyl.hybrid_skin.saved_state)
+    if part == "modifier":
+        cyl.modifiers.remove(next(m for m in cyl.modifiers if hs.display.bridge.is_mix_modifier(m)))
+    else:
+        cyl.vertex_groups.remove(cyl.vertex_groups[record["factor_group"]])
+    bpy.context.view_layer.update()
+    timer = hs.display.write_queued_factors
+    try:
+        assert bpy.app.timers.is_registered(timer)
+        timer()  # the bpy module runs no timers: called as Blender would
+    finally:
+        if bpy.app.timers.is_registered(timer):
+            bpy.app.timers.unregister(timer)
+    assert any(hs.display.bridge.is_mix_modifier(m) for m in cyl.modifiers)
+    _shown_equals_blender(hs, cyl, 0.7, f"after the {part} was removed")
