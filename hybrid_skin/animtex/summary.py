@@ -111,12 +111,13 @@ def restore_texts(before: dict[int, str]) -> None:
 
 
 def last_summary(obj: bpy.types.Object | None) -> dict | None:
-    """The stored summary with its file paths absolute again (resolved against the .blend's folder)."""
+    """The stored summary with its file paths absolute again (resolved against the folder of the .blend the
+    object lives in: the open file's, or its library's)."""
     text = obj.get(SUMMARY_PROPERTY) if obj is not None else None
     if not isinstance(text, str):
         return None
     info = json.loads(text)
     for key in PATH_KEYS:
-        if isinstance(info.get(key), str):
-            info[key] = bpy.path.abspath(info[key])
+        if isinstance(info.get(key), str):  # a linked object's paths are relative to its library's file
+            info[key] = bpy.path.abspath(info[key], library=obj.library)
     return info

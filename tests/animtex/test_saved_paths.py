@@ -156,3 +156,22 @@ def test_the_crowd_preview_reads_the_files_after_save_as(gpu_context, addon, sum
     finally:
         preview.free()
     assert_finds(summaries, written, project / "tex")
+
+
+def test_a_linked_rig_finds_its_librarys_files(addon, summaries, tmp_path):
+    """A rig linked from a library keeps the library's summary: its ``//`` paths are relative to the
+    library's folder, not to the file that links it (they named files beside the linking file)."""
+    project, written = baked_project(tmp_path)
+    shot = tmp_path / "shots" / "s010"
+    shot.mkdir(parents=True)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(shot / "shot.blend"))
+    with bpy.data.libraries.load(str(project / "scene.blend"), link=True, relative=True) as (source, target):
+        target.objects = ["Rig"]
+    (arm,) = target.objects
+    assert arm.library is not None
+    info = summaries.last_summary(arm)
+    for key, name in (("image", "Rig_bone_dq.png"), ("json", "Rig_bone_dq.json")):
+        path = Path(info[key])
+        assert path.resolve() == (project / "tex" / name).resolve(), info[key]
+        assert path.read_bytes() == written[name]
