@@ -64,7 +64,7 @@ class Runtime:
     #: when that changed (an animated factor, a painted factor group).
     factors_written: dict[int, tuple] = field(default_factory=dict)
     #: ``Object.session_uid`` of Evaluated displays whose factor group a timer writes (a painted factor
-    #: group once the stroke is over, a fallback a handler set up): :func:`.skin.display.queue_factor_write`.
+    #: group once the stroke is over, parts a handler set up again): :func:`.skin.display.queue_factor_write`.
     factors_queued: set[int] = field(default_factory=set)
     #: ``Object.session_uid`` → its texture bake summary before a save into another folder rebased its paths
     #: (:mod:`.skin.handlers`): put back when the open file stays the old one (Save Copy, a failed save).

@@ -250,12 +250,6 @@ def follow_mode(obj: bpy.types.Object) -> None:
             _apply(obj)
     elif "show_viewport" in saved and obj.mode != "OBJECT":
         _apply(obj)
-    elif "show_viewport" in saved and gpu_refusal(obj) is not None:
-        # A second Armature modifier, or one above that changes weights, added while the GPU display is on:
-        # Blender's own stack shows it from now on (said once), its factors written by the timer.
-        if _apply(obj):
-            runtime.get().factors_written.pop(obj.session_uid, None)
-            queue_factor_write(obj)
 
 
 def _parts_removed(obj: bpy.types.Object, saved: dict) -> bool:
@@ -287,9 +281,9 @@ def gpu_aside(obj: bpy.types.Object) -> str | None:
     return json.loads(state).get("aside") if state else None
 
 
-#: Seconds between a change that needs the Evaluated display's factors written (a painted factor group, a
-#: fallback set up by a handler) and the write (the dabs of a stroke coalesce); while a paint stroke runs,
-#: the timer waits this long again.
+#: Seconds between a change that needs the Evaluated display's factors written (a painted factor group,
+#: its parts set up again by the handler) and the write (the dabs of a stroke coalesce); while a paint
+#: stroke runs, the timer waits this long again.
 FACTOR_WRITE_DELAY_S = 0.2
 
 
