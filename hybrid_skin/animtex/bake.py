@@ -64,7 +64,7 @@ from ..skin import bind
 from ..skin.bind import MeshBind
 from . import palette
 from .corners import CornerItems
-from .export import check_names, write_gltf
+from .export import check_names, write_babylon, write_gltf
 from .files import (
     BONE_ATTRIBUTES,
     VERTEX_ATTRIBUTES,
@@ -117,6 +117,11 @@ class TextureBake:
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         if options.export_gltf and not options.write_mesh_data:
             raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
+        if options.export_babylon and (self.kind is Kind.VERTEX or not options.export_gltf):
+            raise HybridSkinError(
+                "Babylon.js plays bone matrices on the glTF export: bake BONE_MATRIX or BONE_DQ with glTF on "
+                "to export for Babylon.js"
+            )
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
         if options.write_mesh_data:
             check_mesh_data(self.parts, self.kind)  # refused before anything is written
@@ -481,13 +486,20 @@ class TextureBake:
                 with bind.own_edits(p.obj for p in self.parts):  # texel data: the binds stay valid
                     for i, part in enumerate(self.parts):
                         write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
-            gltf_path = ""
+            gltf_path = babylon_path = ""
             if self.options.export_gltf:
                 gltf_path = os.path.join(self.directory, self.stem + ".glb")
-                write_gltf(self.parts, gltf_path, list(attributes.values()))
+                bones = self.bone_names if self.kind is not Kind.VERTEX else None
+                node_world = write_gltf(self.parts, gltf_path, list(attributes.values()), bones)
+                if self.options.export_babylon:
+                    babylon_path = os.path.join(self.directory, self.stem + ".babylon.json")
+                    clips = texture.clips
+                    stacks = [self._stack(ci, c.sample_frames(), "matrices") for ci, c in enumerate(clips)]
+                    write_babylon(babylon_path, stacks, clips, self.bone_names, node_world)
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}
+        paths = (image_path, json_path)
         result = BakeResult(
-            image_path, json_path, texture, meta, report, tried, self.warnings, timings, gltf_path
+            *paths, texture, meta, report, tried, self.warnings, timings, gltf_path, babylon_path
         )
         if self.target is not None:
             store_summary(self.target, result)

@@ -17,7 +17,14 @@ glTF attribute              what it is
 ``_ANIMTEX_BONE_WEIGHTS``   bone kinds: their 4 normalised weights
 ``_ANIMTEX_VERTEX``         the vertex's index in its Blender mesh (pairs the exported, split vertices
                             with Blender's; engines may drop it)
+``JOINTS_0``, ``WEIGHTS_0`` bone kinds: the same indices and weights as a glTF skin of the palette
+                            (:mod:`..core.animtex.gltf`: one joint node per bone, identity at rest)
 ==========================  ===========================================================================
+
+No ``COLOR_n``: vertex colours are written only where a material uses them (the bone kinds' attributes are
+colour attributes in Blender, and a loader seeing ``COLOR_0`` tints the mesh with it). With a bone kind,
+:func:`write_babylon` writes the sampled matrices for Babylon.js's own player
+(:mod:`..core.animtex.babylon`) beside it.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from contextlib import contextmanager
 import bpy
 import numpy as np
 
+from ..core.animtex import babylon, gltf
+from ..core.animtex.layout import Clip
 from ..errors import HybridSkinError
 from .scene import MeshPart
 
-__all__ = ["VERTEX_ATTRIBUTE", "check_names", "write_gltf"]
+__all__ = ["VERTEX_ATTRIBUTE", "check_names", "write_babylon", "write_gltf"]
 
 #: The per-vertex Blender index the export adds (``_ANIMTEX_VERTEX`` in the file).
 VERTEX_ATTRIBUTE = "_animtex_vertex"
@@ -95,13 +104,70 @@ def check_names(parts: Sequence[MeshPart], attribute_names: Sequence[str]) -> No
         )
 
 
-def write_gltf(parts: Sequence[MeshPart], path: str, attribute_names: Sequence[str]) -> None:
+def _temporary(path: str) -> str:
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.partial{os.path.splitext(name)[1]}")
+
+
+def _add_skin(path: str, bone_names: Sequence[str]) -> np.ndarray:
+    """Give the exported file at ``path`` the palette as a glTF skin; the skinned nodes' world matrix."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        data, skinned = gltf.add_palette_skin(data, bone_names)
+    except ValueError as err:
+        raise HybridSkinError(f"Cannot add the bone palette to the glTF export: {err}") from err
+    worlds = gltf.node_world_matrices(gltf.read_glb(data)[0])
+    node_world = worlds[skinned[0]]
+    if any(not np.allclose(worlds[i], node_world, rtol=0, atol=1e-6) for i in skinned):
+        raise HybridSkinError(
+            "The baked meshes are placed differently: one bone texture needs them in one place (apply "
+            "their transforms, Object ▸ Apply ▸ All Transforms, or bake them separately)"
+        )
+    with open(path, "wb") as fh:
+        fh.write(data)
+    return node_world
+
+
+def write_babylon(
+    path: str,
+    clip_matrices: Sequence[np.ndarray],
+    clips: Sequence[Clip],
+    bone_names: Sequence[str],
+    node_world: np.ndarray,
+) -> None:
+    """Write the sampled matrices as Babylon.js's baked vertex animation JSON (``<name>.babylon.json``),
+    atomically."""
+    try:
+        text = babylon.dumps(babylon.babylon_vat(clip_matrices, clips, bone_names, node_world))
+    except ValueError as err:
+        raise HybridSkinError(f"Cannot write the Babylon.js animation '{path}': {err}") from err
+    temp = _temporary(path)
+    try:
+        with open(temp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(temp, path)
+    except OSError as err:
+        raise HybridSkinError(f"Cannot write '{path}': {err.strerror}") from err
+    finally:
+        if os.path.exists(temp):
+            os.remove(temp)
+    return node_world
+
+
+def write_gltf(
+    parts: Sequence[MeshPart],
+    path: str,
+    attribute_names: Sequence[str],
+    bone_names: Sequence[str] | None = None,
+) -> np.ndarray | None:
     """Write the baked meshes to ``path`` (``.glb``), atomically, with the bake's mesh attributes
-    ``attribute_names`` under exporter-kept names (see the module's table)."""
+    ``attribute_names`` under exporter-kept names (see the module's table); with ``bone_names`` (bone
+    kinds) also the palette as a glTF skin, and return the skinned nodes' world matrix (glTF space)."""
     check_names(parts, attribute_names)
     meshes = [p.obj.data for p in parts]
-    folder = os.path.dirname(path)
-    temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex[:8]}.partial.glb")
+    temp = _temporary(path)
+    node_world = None
     added: list[tuple[bpy.types.Mesh, list[str]]] = []
     try:
         for me in meshes:
@@ -117,9 +183,17 @@ def write_gltf(parts: Sequence[MeshPart], path: str, attribute_names: Sequence[s
                 export_morph=False,
                 export_animations=False,
                 export_attributes=True,
+                # Vertex colours only where a material uses them: by default the exporter also writes every
+                # colour attribute as COLOR_n (the bone kinds' indices and weights are FLOAT_COLOR), and
+                # loaders that see COLOR_0 tint the mesh with it (three's GLTFLoader turns vertexColors on).
+                export_vertex_color="MATERIAL",
+                export_all_vertex_colors=False,
+                export_active_vertex_color_when_no_material=False,
             )
         if result != {"FINISHED"} or not os.path.isfile(temp):
             raise HybridSkinError(f"Blender's glTF exporter did not write '{path}' ({result})")
+        if bone_names:
+            node_world = _add_skin(temp, bone_names)
         os.replace(temp, path)
     except (OSError, RuntimeError) as err:
         raise HybridSkinError(f"Cannot write glTF '{path}': {err}") from err
@@ -131,3 +205,4 @@ def write_gltf(parts: Sequence[MeshPart], path: str, attribute_names: Sequence[s
                     me.attributes.remove(attr)
         if os.path.exists(temp):
             os.remove(temp)
+    return node_world

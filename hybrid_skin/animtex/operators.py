@@ -108,6 +108,12 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         description="Also write the baked meshes as <name>.glb beside the texture, with the mesh data as "
         "glTF attributes an engine loader keeps (needs Mesh Data)",
     )
+    export_babylon: BoolProperty(
+        name="Babylon.js",
+        default=False,
+        description="Bone kinds: also write <name>.babylon.json, the bone matrices for Babylon.js's own "
+        "baked vertex animation player (LBS), to play with the .glb (needs glTF)",
+    )
     unkeyed_bones_at_rest: BoolProperty(
         name="Unkeyed Bones at Rest",
         default=False,
@@ -143,6 +149,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             embed_metadata=self.embed_metadata,
             write_mesh_data=self.write_mesh_data,
             export_gltf=self.export_gltf,
+            export_babylon=self.export_babylon,
             name=self.file_name,
             reset_unkeyed_to_rest=self.unkeyed_bones_at_rest,
         )
@@ -219,6 +226,9 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         row.prop(self, "embed_metadata", toggle=True)
         row.prop(self, "write_mesh_data", toggle=True)
         row.prop(self, "export_gltf", toggle=True)
+        sub = row.row(align=True)
+        sub.active = self.export_gltf and self.kind != "VERTEX"
+        sub.prop(self, "export_babylon", toggle=True)
 
     # ----------------------------------------------------------------------------------- modal
     def _start_modal(self, context, job) -> set[str]:

@@ -49,6 +49,9 @@ class BakeOptions:
     factor_mode: str | None = None
     #: Also write the baked meshes as ``<name>.glb`` with the mesh data (needs ``write_mesh_data``).
     export_gltf: bool = False
+    #: Also write ``<name>.babylon.json``, the sampled bone matrices for Babylon.js's own player (bone
+    #: kinds; needs ``export_gltf``: Babylon plays the ``.glb``).
+    export_babylon: bool = False
 
 
 @dataclass
@@ -62,6 +65,7 @@ class BakeResult:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
     gltf_path: str = ""  # the meshes as glTF (``BakeOptions.export_gltf``)
+    babylon_path: str = ""  # Babylon.js's baked vertex animation (``BakeOptions.export_babylon``)
 
 
 def option_enum(cls, value):

@@ -74,6 +74,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gltf", action="store_true", help="also write the baked meshes as <name>.glb with the mesh data"
     )
+    parser.add_argument(
+        "--babylon",
+        action="store_true",
+        help="bone kinds: also write <name>.babylon.json for Babylon.js's baked vertex animation player "
+        "(implies --gltf)",
+    )
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -128,8 +134,9 @@ def run(args: argparse.Namespace) -> int:
             max_width=args.max_width,
             power_of_two=args.power_of_two,
             embed_metadata=not args.no_embed,
-            write_mesh_data=args.save or args.gltf,
-            export_gltf=args.gltf,
+            write_mesh_data=args.save or args.gltf or args.babylon,
+            export_gltf=args.gltf or args.babylon,
+            export_babylon=args.babylon,
             name=args.name,
             reset_unkeyed_to_rest=args.unkeyed_bones_at_rest,
             deform_factor=args.deform_factor,
@@ -162,6 +169,8 @@ def print_result(result) -> None:
     print(f"  {result.image_path}\n  {result.json_path}")
     if result.gltf_path:
         print(f"  {result.gltf_path}")
+    if result.babylon_path:
+        print(f"  {result.babylon_path}")
     f = result.metadata["deform_factor"]
     number = "per vertex" if f["value"] is None else f"{f['value']:g}"
     where = "baked in" if f["baked"] else "at runtime"

@@ -1,0 +1,185 @@
+"""Bone bakes' glTF binary (``.glb``) as engines read it: the palette as a glTF skin, written from the file.
+
+Blender's exporter writes a bone bake's meshes with its custom attributes ``_ANIMTEX_BONE_INDICES`` and
+``_ANIMTEX_BONE_WEIGHTS`` (float ``VEC4``). :func:`add_palette_skin` turns them into what every glTF loader
+knows, without touching anything else in the file:
+
+* ``JOINTS_0`` (unsigned byte, or unsigned short above 256 bones) and ``WEIGHTS_0`` (float) on every
+  primitive that carries them: the same 4 palette indices and weights;
+* one joint node per palette bone (named as the sidecar's ``bones``, identity transforms, roots of the
+  scene), and one skin ``animtex_palette`` whose ``joints`` are those nodes in palette order (joint ``i``
+  is bone ``i``) with identity inverse bind matrices;
+* ``skin`` on every node whose mesh got the joints.
+
+At rest every joint matrix is the identity, so a loader that skins the mesh shows it as the file's own
+coordinates would; a player of baked matrices (Babylon.js's ``BakedVertexAnimationManager``) reads the
+palette indices as joints. glTF asks loaders to ignore a skinned node's own transform (Babylon.js does,
+three.js does not): :func:`node_world_matrices` gives it, so matrices baked for Babylon.js include it.
+
+Numpy and the standard library only; bytes in, bytes out (the Blender side writes the file).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PALETTE_NODE", "add_palette_skin", "node_world_matrices", "read_glb", "write_glb"]
+
+#: Name of the added skin.
+PALETTE_NODE = "animtex_palette"
+#: glTF attribute names the bake's export gives the palette indices and weights.
+INDICES, WEIGHTS = "_ANIMTEX_BONE_INDICES", "_ANIMTEX_BONE_WEIGHTS"
+
+_MAGIC, _JSON, _BIN = b"glTF", 0x4E4F534A, 0x004E4942
+_TYPES = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32, 5126: np.float32}
+_WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
+_ARRAY_BUFFER = 34962
+
+
+def read_glb(data: bytes) -> tuple[dict[str, Any], bytearray]:
+    """``(json document, binary chunk)`` of a glTF binary; ``ValueError`` unless it is one."""
+    if len(data) < 20 or data[:4] != _MAGIC:
+        raise ValueError("not a glTF binary (.glb) file")
+    _, version, length = struct.unpack_from("<4sII", data, 0)
+    if version != 2 or length != len(data):
+        raise ValueError(f"glTF binary version {version}, length {length} of {len(data)} bytes: not readable")
+    doc, binary, at = None, bytearray(), 12
+    while at < length:
+        size, kind = struct.unpack_from("<II", data, at)
+        body = data[at + 8 : at + 8 + size]
+        if kind == _JSON:
+            doc = json.loads(bytes(body).decode("utf-8"))
+        elif kind == _BIN:
+            binary = bytearray(body)
+        at += 8 + size
+    if doc is None:
+        raise ValueError("the glTF binary has no JSON chunk")
+    return doc, binary
+
+
+def write_glb(doc: dict[str, Any], binary: bytes) -> bytes:
+    """A glTF binary of ``doc`` and ``binary`` (chunks padded to 4 bytes: JSON with spaces, BIN with 0;
+    the first buffer's ``byteLength`` set to the binary's)."""
+    if doc.get("buffers"):
+        doc["buffers"][0]["byteLength"] = len(binary)
+    text = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 4)
+    chunks = struct.pack("<II", len(text), _JSON) + text
+    if binary:
+        blob = bytes(binary) + b"\0" * (-len(binary) % 4)
+        chunks += struct.pack("<II", len(blob), _BIN) + blob
+    return struct.pack("<4sII", _MAGIC, 2, 12 + len(chunks)) + chunks
+
+
+def accessor(doc: dict[str, Any], binary: bytes, index: int) -> np.ndarray:
+    """The values of accessor ``index`` as ``(count, width)`` (strides and offsets honoured)."""
+    acc = doc["accessors"][index]
+    view = doc["bufferViews"][acc["bufferView"]]
+    dtype, width = np.dtype(_TYPES[acc["componentType"]]), _WIDTH[acc["type"]]
+    start = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+    stride = view.get("byteStride", dtype.itemsize * width)
+    count = acc["count"]
+    raw = np.frombuffer(bytes(binary), np.uint8, stride * (count - 1) + dtype.itemsize * width, start)
+    rows = np.lib.stride_tricks.as_strided(raw, (count, dtype.itemsize * width), (stride, 1))
+    return np.ascontiguousarray(rows).view(dtype).reshape(count, width)
+
+
+def _append(doc: dict[str, Any], binary: bytearray, values: np.ndarray, kind: str, component: int,
+            target: int | None) -> int:  # fmt: skip
+    """Append ``values`` as a new buffer view + accessor; returns the accessor's index."""
+    binary.extend(b"\0" * (-len(binary) % 4))  # every accessor starts 4-byte aligned
+    data = np.ascontiguousarray(values, dtype=_TYPES[component]).tobytes()
+    view = {"buffer": 0, "byteOffset": len(binary), "byteLength": len(data)}
+    if target is not None:
+        view["target"] = target
+    binary.extend(data)
+    doc.setdefault("bufferViews", []).append(view)
+    count = len(values)
+    doc.setdefault("accessors", []).append(
+        {"bufferView": len(doc["bufferViews"]) - 1, "componentType": component, "count": count, "type": kind}
+    )
+    return len(doc["accessors"]) - 1
+
+
+def node_world_matrices(doc: dict[str, Any]) -> dict[int, np.ndarray]:
+    """Each node's world matrix ``(4, 4)`` float64 (its ``matrix`` or TRS composed with its parents')."""
+    nodes = doc.get("nodes", [])
+    parent = {c: i for i, n in enumerate(nodes) for c in n.get("children", ())}
+
+    def local(node: dict[str, Any]) -> np.ndarray:
+        if "matrix" in node:
+            return np.array(node["matrix"], dtype=np.float64).reshape(4, 4).T  # column-major in the file
+        x, y, z, w = node.get("rotation", (0.0, 0.0, 0.0, 1.0))
+        r = np.array([
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ])  # fmt: skip
+        m = np.eye(4)
+        m[:3, :3] = r * np.asarray(node.get("scale", (1.0, 1.0, 1.0)), dtype=np.float64)
+        m[:3, 3] = node.get("translation", (0.0, 0.0, 0.0))
+        return m
+
+    out: dict[int, np.ndarray] = {}
+
+    def world(i: int) -> np.ndarray:
+        if i not in out:
+            m = local(nodes[i])
+            out[i] = world(parent[i]) @ m if i in parent else m
+        return out[i]
+
+    for i in range(len(nodes)):
+        world(i)
+    return out
+
+
+def add_palette_skin(data: bytes, bone_names: Sequence[str]) -> tuple[bytes, list[int]]:
+    """The glTF binary ``data`` with the palette as a skin (see the module), and the indices of the
+    nodes skinned. ``ValueError`` when no primitive carries the palette attributes, or one carries an
+    index outside ``bone_names``."""
+    doc, binary = read_glb(data)
+    count = len(bone_names)
+    if count == 0:
+        raise ValueError("the palette has no bones")
+    component = 5121 if count <= 256 else 5123
+    skinned_meshes = set()
+    for m, mesh in enumerate(doc.get("meshes", [])):
+        for primitive in mesh.get("primitives", []):
+            attributes = primitive.get("attributes", {})
+            if INDICES not in attributes or WEIGHTS not in attributes:
+                continue
+            indices = accessor(doc, binary, attributes[INDICES])
+            weights = accessor(doc, binary, attributes[WEIGHTS]).astype(np.float32)
+            joints = np.rint(indices).astype(np.int64)
+            if len(joints) and (joints.min() < 0 or joints.max() >= count):
+                raise ValueError(f"mesh '{mesh.get('name', m)}' names bone {joints.max()} of {count}")
+            attributes["JOINTS_0"] = _append(doc, binary, joints, "VEC4", component, _ARRAY_BUFFER)
+            attributes["WEIGHTS_0"] = _append(doc, binary, weights, "VEC4", 5126, _ARRAY_BUFFER)
+            skinned_meshes.add(m)
+    if not skinned_meshes:
+        raise ValueError(f"no mesh carries {INDICES} and {WEIGHTS}")
+    nodes = doc.setdefault("nodes", [])
+    first = len(nodes)
+    joints = list(range(first, first + count))
+    # Root nodes of the scene, no common parent: a loader that also makes the joints' parents bones
+    # (Babylon.js) would give the skeleton a bone more than the palette has.
+    nodes.extend({"name": str(name)} for name in bone_names)
+    scene = doc.setdefault("scenes", [{"nodes": []}])[doc.get("scene", 0)]
+    scene.setdefault("nodes", []).extend(joints)
+    identity = np.tile(np.eye(4, dtype=np.float32).ravel(), (count, 1))
+    inverse_bind = _append(doc, binary, identity, "MAT4", 5126, None)
+    doc.setdefault("skins", []).append(
+        {"name": PALETTE_NODE, "inverseBindMatrices": inverse_bind, "joints": joints}
+    )
+    skin = len(doc["skins"]) - 1
+    skinned = [i for i, n in enumerate(nodes) if n.get("mesh") in skinned_meshes]
+    for i in skinned:
+        nodes[i]["skin"] = skin
+    if not doc.get("buffers"):
+        doc["buffers"] = [{"byteLength": 0}]
+    return write_glb(doc, binary), skinned
