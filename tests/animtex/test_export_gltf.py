@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tests.support.animtex import bake, coordinates, load_bake, mesh_attribute
+from tests.support.gltf import _load as gltf_document
 from tests.support.gltf import read_gltf
 from tests.support.hard_edges import hard_scene
 
@@ -84,6 +85,48 @@ def test_bone_bake_exports_indices_and_weights(addon, core, tmp_path):
             want = mesh_attribute(obj, f"animtex_{name}", 4, "color")[vertex]
             np.testing.assert_array_equal(got[f"_ANIMTEX_{name.upper()}"], want)
         assert "_ANIMTEX_CORNER_INDEX" not in got
+        # never as vertex colours (a loader seeing COLOR_0 tints the mesh with the bone indices) ...
+        assert not [a for a in got if a.startswith("COLOR_")], sorted(got)
+        # ... but as the glTF skin of the palette: joint i is bone i of the sidecar
+        np.testing.assert_array_equal(got["JOINTS_0"], got["_ANIMTEX_BONE_INDICES"])
+        np.testing.assert_array_equal(got["WEIGHTS_0"], got["_ANIMTEX_BONE_WEIGHTS"])
+    meta, _ = load_bake(core, tmp_path / "hard.json")
+    doc, _ = gltf_document(tmp_path / "hard.glb")
+    (skin,) = doc["skins"]
+    assert [doc["nodes"][j]["name"] for j in skin["joints"]] == [b["name"] for b in meta["bones"]]
+
+
+def test_bone_bake_keeps_the_vertex_colours_a_material_uses(addon, core, tmp_path):
+    """A mesh without material gets no COLOR_0; one whose material reads a colour attribute of the
+    user's keeps that one (and only that one); a plain material changes nothing."""
+    arm, (boxes, custom) = hard_scene()
+    red = bpy.data.materials.new("Red")
+    red.use_nodes = True
+    red.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (0.8, 0.1, 0.1, 1.0)
+    boxes.data.materials.append(red)
+    colours = custom.data.color_attributes.new("Col", "FLOAT_COLOR", "POINT")
+    colours.data.foreach_set("color", np.tile([0.2, 0.4, 0.6, 1.0], len(custom.data.vertices)))
+    painted = bpy.data.materials.new("Painted")
+    painted.use_nodes = True
+    node = painted.node_tree.nodes.new("ShaderNodeVertexColor")
+    node.layer_name = "Col"
+    bsdf = painted.node_tree.nodes["Principled BSDF"]
+    painted.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+    custom.data.materials.append(painted)
+    plain, _ = hard_scene()
+    for name, obj in (("painted", arm), ("plain", plain)):
+        for other in bpy.data.objects:
+            other.select_set(False)
+        bpy.context.view_layer.objects.active = obj
+        bake(directory=str(tmp_path), kind="BONE_MATRIX", file_name=name, export_gltf=True)
+    nodes = read_gltf(tmp_path / "painted.glb")
+    assert not [a for a in nodes["Boxes"] if a.startswith("COLOR_")]
+    assert [a for a in nodes["Custom"] if a.startswith("COLOR_")] == ["COLOR_0"]
+    colour = nodes["Custom"]["COLOR_0"]
+    colour = colour / np.iinfo(colour.dtype).max if colour.dtype.kind == "u" else colour  # normalised
+    np.testing.assert_allclose(colour[:, :3], np.tile([0.2, 0.4, 0.6], (len(colour), 1)), atol=1e-4)
+    for name, got in read_gltf(tmp_path / "plain.glb").items():
+        assert not [a for a in got if a.startswith("COLOR_")], name
 
 
 def test_export_needs_the_mesh_data(addon, tmp_path):

@@ -4,6 +4,10 @@
 //   part's decoded positions and normals for every instance are written by the runtime's own GLSL
 //   (animtexVertexChunk, the shader the crowd's materials run) as one point per vertex and instance
 //   into an RGBA32F target and read back.
+// job.mode "colours": a bone-kind .glb loaded with the README's own code (GLTFLoader, each mesh's geometry
+//   and material as the file gives them), drawn as a crowd under an ambient and a directional light to an
+//   RGBA8 target; then each part alone (its coverage), then all again with every material's vertexColors
+//   forced off (what the picture must equal when no vertex colour reaches the crowd).
 // job.mode "screenshot": the crowd drawn with MeshStandardMaterial (the patched material users get) to a
 //   PNG, then only the hero instance again with a transparent background: its coverage mask, and the
 //   camera's view-projection matrix, so pytest can project Blender's truth and compare silhouettes.
@@ -196,5 +200,56 @@ async function errors(job) {
   return { messages };
 }
 
-const MODES = { readback, screenshot, errors };
+async function colours(job) {
+  const { width, height } = job;
+  const renderer = new THREE.WebGLRenderer({ antialias: false });
+  // --- shaders/engines/three/README.md, word for word
+  const bake = await loadAnimtexBake(job.sidecar);
+  const gltf = await new GLTFLoader().loadAsync(job.gltf);
+  gltf.scene.updateMatrixWorld(true);
+  const parts = [];
+  gltf.scene.traverse((o) => o.isMesh && parts.push({ geometry: o.geometry, material: o.material, matrix: o.matrixWorld }));
+  const crowd = new AnimtexCrowd(bake, parts, job.instances.length, { yUp: true });
+  // ---
+  play(crowd, job.instances);
+  crowd.update(job.time);
+  const scene = new THREE.Scene();
+  scene.add(crowd);
+  scene.add(new THREE.AmbientLight(0xffffff, 1.5));
+  const sun = new THREE.DirectionalLight(0xffffff, 2.0);
+  sun.position.set(...job.sun);
+  scene.add(sun);
+  const camera = new THREE.PerspectiveCamera(job.camera.fov, width / height, 0.05, 100);
+  camera.position.set(...job.camera.position);
+  camera.lookAt(new THREE.Vector3(...job.camera.target));
+  const target = new THREE.WebGLRenderTarget(width, height, { depthBuffer: true });
+  const draw = () => {
+    renderer.setRenderTarget(target);
+    renderer.setClearColor(0x000000, 0);
+    renderer.clear();
+    renderer.render(scene, camera);
+    const pixels = new Uint8Array(width * height * 4);
+    renderer.readRenderTargetPixels(target, 0, 0, width, height, pixels);
+    renderer.setRenderTarget(null);
+    return pixels;
+  };
+  const asLoaded = draw();
+  const masks = crowd.parts.map((mesh) => {
+    crowd.parts.forEach((other) => { other.visible = other === mesh; });
+    const alpha = draw().filter((_, i) => i % 4 === 3);
+    return b64(Float32Array.from(alpha, (a) => (a > 0 ? 1 : 0)));
+  });
+  crowd.parts.forEach((mesh) => { mesh.visible = true; });
+  const materials = crowd.parts.map((mesh) => ({ vertexColors: mesh.material.vertexColors, type: mesh.material.type,
+    color: mesh.material.color ? mesh.material.color.toArray() : null }));
+  for (const mesh of crowd.parts) { mesh.material.vertexColors = false; mesh.material.needsUpdate = true; }
+  const withoutVertexColours = draw();
+  return {
+    parts: parts.map((p, k) => ({ attributes: Object.keys(p.geometry.attributes).sort(), ...materials[k], mask: masks[k] })),
+    as_loaded: b64(new Float32Array(asLoaded)),
+    without_vertex_colours: b64(new Float32Array(withoutVertexColours)),
+  };
+}
+
+const MODES = { readback, screenshot, errors, colours };
 run((job) => MODES[job.mode](job));
