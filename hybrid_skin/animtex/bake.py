@@ -64,7 +64,7 @@ from ..skin import bind
 from ..skin.bind import MeshBind
 from . import palette
 from .corners import CornerItems
-from .export import check_names, write_babylon, write_gltf
+from .export import check_names, export_meshes
 from .files import (
     BONE_ATTRIBUTES,
     VERTEX_ATTRIBUTES,
@@ -74,6 +74,7 @@ from .files import (
     write_mesh_data,
 )
 from .options import AUTO_STEPS, MIN_FRAME_STEP, PHASES, BakeOptions, BakeResult, option_enum
+from .oracle import OracleGap, with_oracle_gap
 from .scene import (
     AnimationState,
     clip_for,
@@ -156,6 +157,7 @@ class TextureBake:
         self._planned = 1
         self._diagonal: float | None = None
         self._cycle_end: dict[int, np.ndarray] = {}
+        self._oracle: OracleGap | None = None
 
     @contextmanager
     def _phase(self, name: str):
@@ -211,9 +213,9 @@ class TextureBake:
     def _binds(self, depsgraph) -> list[MeshBind]:
         return [bind.cached_bind(p.obj, depsgraph) for p in self.parts]
 
-    def _evaluate(self, depsgraph, phase: str) -> FrameSample:
-        """The sample at the current frame; skinning is ``phase`` for VERTEX (it is the texture's
-        data), ``truth`` for bone kinds (only the error report reads it)."""
+    def _evaluate(self, depsgraph, phase: str) -> tuple[FrameSample, list]:
+        """The sample at the current frame and each mesh's factors; skinning is ``phase`` for VERTEX (it
+        is the texture's data), ``truth`` for bone kinds (only the error report reads it)."""
         positions, normals, factors, extremes = [], [], [], []
         bones = self.kind is not Kind.VERTEX
         with self._phase(phase):
@@ -237,10 +239,10 @@ class TextureBake:
             world = [p.obj.evaluated_get(depsgraph).matrix_world for p in self.parts]
         world = np.array(world, dtype=np.float64)
         if not bones:
-            return FrameSample(item_positions, item_normals, None, world)
+            return FrameSample(item_positions, item_normals, None, world), factors
         join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
         ends = np.concatenate(extremes, axis=1)
-        return FrameSample(join(positions), join(normals), matrices, world, ends)
+        return FrameSample(join(positions), join(normals), matrices, world, ends), factors
 
     def _prepare_bones(self, depsgraph) -> None:
         """Palette names, pivots and per-vertex influences (bone kinds), checked at the start frame."""
@@ -272,7 +274,11 @@ class TextureBake:
                     self._playing = ci
                 self._anim.set_frame(frame)
                 depsgraph = bpy.context.evaluated_depsgraph_get()
-            self.samples[key] = self._evaluate(depsgraph, phase)
+            sample, factors = self._evaluate(depsgraph, phase)
+            if self._oracle.due():  # Blender's own evaluation here: the gap the report adds
+                with self._phase("truth"):
+                    sample.oracle = self._oracle.measure(sample, factors, self.bone_factor)
+            self.samples[key] = sample
             self._diagonal = None
             yield min(0.9, 0.9 * len(self.samples) / self._planned)
 
@@ -311,6 +317,7 @@ class TextureBake:
         self._playing, self._diagonal = None, None
         # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
         self._planned = len(self._step_frames([s for s in self.steps if s >= 1] or self.steps)[0])
+        self._oracle = OracleGap(self.parts, self._planned, self.kind is not Kind.VERTEX)
         try:
             # Hiding and showing the modifiers is not an edit of what a bind read (edits made before, e.g.
             # weights by a script, are evaluated first and mark their binds).
@@ -399,7 +406,7 @@ class TextureBake:
                 rest_items=self._rest_items,
             )
         report["deform_factor"] = None if self.kind is Kind.VERTEX else self.bone_factor
-        return report
+        return with_oracle_gap(report, texture, self.samples)
 
     def encoding_bound(self, texture: AnimationTexture) -> float:
         """Largest position error quantisation alone causes at stored frames, in scene units."""
@@ -488,14 +495,14 @@ class TextureBake:
                         write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
             gltf_path = babylon_path = ""
             if self.options.export_gltf:
-                gltf_path = os.path.join(self.directory, self.stem + ".glb")
-                bones = self.bone_names if self.kind is not Kind.VERTEX else None
-                node_world = write_gltf(self.parts, gltf_path, list(attributes.values()), bones)
-                if self.options.export_babylon:
-                    babylon_path = os.path.join(self.directory, self.stem + ".babylon.json")
-                    clips = texture.clips
-                    stacks = [self._stack(ci, c.sample_frames(), "matrices") for ci, c in enumerate(clips)]
-                    write_babylon(babylon_path, stacks, clips, self.bone_names, node_world)
+                clips, babylon = texture.clips, None
+                if self.options.export_babylon:  # the sampled (not quantised) matrices
+                    stacks = [self._stack(i, c.sample_frames(), "matrices") for i, c in enumerate(clips)]
+                    babylon = (clips, stacks)
+                gltf_path, babylon_path = export_meshes(
+                    self.parts, os.path.join(self.directory, self.stem), list(attributes.values()),
+                    None if self.kind is Kind.VERTEX else self.bone_names, babylon,
+                )  # fmt: skip
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}
         paths = (image_path, json_path)
         result = BakeResult(

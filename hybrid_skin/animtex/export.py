@@ -42,7 +42,7 @@ from ..core.animtex.layout import Clip
 from ..errors import HybridSkinError
 from .scene import MeshPart
 
-__all__ = ["VERTEX_ATTRIBUTE", "check_names", "write_babylon", "write_gltf"]
+__all__ = ["VERTEX_ATTRIBUTE", "check_names", "export_meshes", "write_babylon", "write_gltf"]
 
 #: The per-vertex Blender index the export adds (``_ANIMTEX_VERTEX`` in the file).
 VERTEX_ATTRIBUTE = "_animtex_vertex"
@@ -206,3 +206,22 @@ def write_gltf(
         if os.path.exists(temp):
             os.remove(temp)
     return node_world
+
+
+def export_meshes(
+    parts: Sequence[MeshPart],
+    stem: str,
+    attribute_names: Sequence[str],
+    bone_names: Sequence[str] | None,
+    babylon_clips: tuple[Sequence[Clip], Sequence[np.ndarray]] | None,
+) -> tuple[str, str]:
+    """``<stem>.glb`` (bone kinds: ``bone_names`` given, with the palette as a skin) and, with
+    ``babylon_clips`` (the clips and their stored frames' matrices), ``<stem>.babylon.json``; their paths
+    (``""`` for a file not written)."""
+    gltf_path = stem + ".glb"
+    node_world = write_gltf(parts, gltf_path, attribute_names, bone_names)
+    if babylon_clips is None or node_world is None:
+        return gltf_path, ""
+    clips, matrices = babylon_clips
+    write_babylon(stem + ".babylon.json", matrices, clips, bone_names, node_world)
+    return gltf_path, stem + ".babylon.json"

@@ -22,6 +22,7 @@ from .quantize import CHEAPEST_FIRST, Precision, bytes_per_texel
 __all__ = [
     "EncodingChoice",
     "ErrorAccumulator",
+    "add_oracle_gap",
     "bbox_diagonal",
     "choose_encoding",
     "clip_errors",
@@ -211,6 +212,49 @@ def error_report(
     normals = _combine((c.get("normal_angle_deg") for c in clips), None)
     if normals is not None:
         report["normal_angle_deg"] = normals
+    return report
+
+
+def add_oracle_gap(
+    report: dict[str, Any],
+    gap: float,
+    *,
+    by_factor: Mapping[float, float] | None = None,
+    samples: int,
+    of: int,
+) -> dict[str, Any]:
+    """``report`` (an :func:`error_report`) made a bound against Blender's own evaluation: the gap between
+    the add-on's skinning (what the report measured against) and Blender's Armature modifier, measured at
+    ``samples`` of the ``of`` sampled frames (scene units), is added to every ``max`` (``max_percent``
+    follows); means stay what was measured. ``by_factor`` gives the gap of each ``by_deform_factor``
+    entry (bone kinds). By the triangle inequality ``|texture - Blender| <= |texture - add-on| + gap``
+    at every sample where the gap was measured. Returns the same dict, with ``oracle_gap``."""
+    diagonal = report["bbox_diagonal"]
+    scale = 100.0 / diagonal if diagonal > 0 else 0.0
+
+    def widen(stats: dict[str, Any] | None, amount: float) -> None:
+        if stats is not None:
+            stats["max"] += amount
+            if "max_percent" in stats:
+                stats["max_percent"] = stats["max"] * scale
+
+    entries = [report["frames"], report["mid_frames"], report["overall"]]
+    entries += [c[name] for c in report["clips"] for name in ("frames", "mid_frames")]
+    for stats in entries:
+        widen(stats, gap)
+    by_factor = dict(by_factor or {})
+    for entry in report.get("by_deform_factor", ()):
+        for name in ("frames", "mid_frames", "overall"):
+            widen(entry[name], by_factor[entry["deform_factor"]])
+    if "any_deform_factor_max" in report:
+        worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]
+        report["any_deform_factor_max"] = max(s["max"] for s in worst if s is not None)
+    report["oracle_gap"] = {
+        "max": float(gap),
+        "by_deform_factor": [{"deform_factor": f, "max": float(g)} for f, g in sorted(by_factor.items())],
+        "samples": int(samples),
+        "of": int(of),
+    }
     return report
 
 

@@ -27,6 +27,9 @@ class FrameSample:
     #: (2, N_total, 3) truth at deform factors 0 and 1 (:data:`EXTREME_FACTORS`; bone kinds): the
     #: runtime picks the factor, and the error at any factor in [0, 1] is at most the larger of these.
     extremes: np.ndarray | None = None
+    #: Scene units between the truth and Blender's own evaluation at this frame, where the bake measured
+    #: it (``[at the report's factor]``, bone kinds ``[at it, at 0, at 1]``); ``None`` where it did not.
+    oracle: np.ndarray | None = None
 
 
 #: The deform factors at which the bone kinds' error is also measured: positions are affine in the
