@@ -84,7 +84,15 @@ test-vulkan: $(VENV_STAMP) build .venv-5.2.3/.installed
 bench: $(VENV_STAMP)
 	$(VENV_PYTHON) tests/bench/run.py
 
+# The demo's crowd page copies three.js from the pinned npm install of the engine tests: installed here
+# from tests/engines/package-lock.json when npm is present; without it (or without network) the demo says
+# it skipped the page and does the rest.
 demo: $(VENV_STAMP)
+	@if [ ! -f tests/engines/node_modules/.installed ] && command -v npm >/dev/null; then \
+		npm ci --prefix tests/engines --ignore-scripts --no-audit --no-fund \
+			&& touch tests/engines/node_modules/.installed \
+			|| echo "note: npm ci failed in tests/engines: the demo skips its crowd page"; \
+	fi
 	$(VENV_PYTHON) -m hybrid_skin demo
 
 lint: $(VENV_STAMP)
@@ -101,7 +109,8 @@ distclean: clean
 # make test-engines: the engine runtimes and shader ports (tests/engines; not part of `make test`): the
 # three.js runtime in headless Chromium against Blender, the HLSL ports compiled by glslang + spirv-cross
 # and the Godot port, run in the browser against numpy. Needs chromium, node + npm, glslangValidator and
-# spirv-cross on PATH (.ci/run installs them); three.js comes pinned from tests/engines/package-lock.json.
+# spirv-cross on PATH (.ci/run installs them); three.js and Babylon.js come pinned from
+# tests/engines/package-lock.json.
 ENGINES_DIR := tests/engines
 ENGINES_STAMP := $(ENGINES_DIR)/node_modules/.installed
 

@@ -8,10 +8,13 @@
    f = 0, 0.5 and 1 over several frames — printed as one line;
 4. twist the joint that shows it best on top of the first clip's pose and render LBS | hybrid | Auto | DQS
    to ``comparison.png``;
-5. bake an animation texture set (bone dual quaternions, PNG16 + JSON) from several actions, with the
-   decoded-vs-Blender error line;
-6. bake one action to shape keys (one keyed shape key per frame) on every mesh;
-7. save ``<asset>_demo.blend`` beside them: Hybrid Skin settings, baked keys, and the texture bake's
+5. bake an animation texture set (bone dual quaternions, PNG16 + JSON + the meshes as .glb) from several
+   actions, with the decoded-vs-Blender error line;
+6. write ``crowd.html``: the bake played as an instanced crowd by the shipped three.js runtime, three.js
+   copied beside it from the pinned npm install (:mod:`.crowd_page`), and ``crowd.png``, its screenshot by
+   headless Chromium when Chromium is installed (a line says when either is skipped);
+7. bake one action to shape keys (one keyed shape key per frame) on every mesh;
+8. save ``<asset>_demo.blend`` beside them: Hybrid Skin settings, baked keys, and the texture bake's
    files referenced relative to it (the folder can move).
 
 Exit 0 on success; 1 with an ``error:`` line naming the step when one fails; 2 when the asset is missing.
@@ -27,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import crowd_page
 from .console import quiet
 
 DEFAULT_ASSET = "RobotExpressive.glb"
@@ -38,7 +42,7 @@ TEXTURE_ACTIONS = ("Idle", "Walking", "Running", "Wave", "Dance")
 TEXTURE_ACTION_COUNT = 4
 #: The action baked to shape keys (a short one keeps the .blend small), else the shortest.
 SHAPE_KEY_ACTION = "Wave"
-STEPS = 7
+STEPS = 8
 
 
 def default_asset() -> Path:
@@ -269,7 +273,7 @@ def render_pose(objects, armature, actions, output: Path) -> str:
             f"{PICTURE_TWIST_DEGREES:g}° (LBS and DQS {100 * gap:.0f}% of its size apart)")
 
 
-def bake_textures(armature, actions, output: Path, stem: str) -> str:
+def bake_textures(armature, actions, output: Path, stem: str, done: dict) -> str:
     import bpy
 
     from ..animtex import bake as animtex_bake
@@ -279,17 +283,41 @@ def bake_textures(armature, actions, output: Path, stem: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     options = animtex_bake.BakeOptions(
         directory=str(folder), kind="BONE_DQ", precision="PNG16", name=f"{stem}_bone_dq",
-        write_mesh_data=True,
+        write_mesh_data=True, export_gltf=True,
     )
     try:
         result = animtex_bake.bake(bpy.context, armature, options, [a.name for a in actions])
     except HybridSkinError as err:
         raise StepFailed(str(err)) from None
+    done["bake"] = result
     overall = result.report["overall"]
     clips = ", ".join(_action_name(a, armature) for a in actions)
-    files = f"{Path(result.image_path).name} + {Path(result.json_path).name}"
+    files = f"{Path(result.image_path).name} + {Path(result.json_path).name} + {Path(result.gltf_path).name}"
     return (f"{_count(len(actions), 'clip', 'clips')} ({clips}) → {files}; "
             f"decoded vs Blender: max {overall['max']:.2g} ({overall['max_percent']:.2g}% of the size)")
+
+
+def server_line(output: Path) -> str:
+    return f"python3 -m http.server --bind 127.0.0.1 --directory '{output}' 8000"
+
+
+def write_crowd(output: Path, bake, asset: str) -> str:
+    """The crowd page and, with Chromium, its screenshot; the reason in the line when one is skipped."""
+    three = crowd_page.find_three()
+    if three is None:
+        return "skipped: three.js is not installed (make demo installs it with npm from tests/engines)"
+    height = 0.6 * bake.report["bbox_diagonal"] or 1.0  # about a standing character's height
+    page = crowd_page.write_crowd_page(
+        output, three, Path(bake.json_path), Path(bake.gltf_path), asset, float(height)
+    )
+    chromium = crowd_page.find_chromium()
+    if chromium is None:
+        return f"{page.name}; screenshot skipped: Chromium is not installed"
+    try:
+        crowd_page.screenshot(chromium, page, output / "crowd.png")
+    except (OSError, RuntimeError) as err:
+        return f"{page.name}; screenshot failed: {err}"
+    return f"{page.name} + crowd.png (headless Chromium)"
 
 
 def bake_shape_keys(objects, armature, actions) -> str:
@@ -358,7 +386,9 @@ def run(args: argparse.Namespace) -> int:
         progress.run("Compare with Blender", lambda: compare_with_blender(objects, armature, actions))
         progress.run("Render LBS | hybrid | Auto | DQS",
                      lambda: render_pose(objects, armature, actions, output))
-        progress.run("Bake animation textures", lambda: bake_textures(armature, actions, output, stem))
+        done: dict = {}
+        progress.run("Bake animation textures", lambda: bake_textures(armature, actions, output, stem, done))
+        progress.run("Crowd page", lambda: write_crowd(output, done["bake"], asset.stem))
         progress.run("Bake shape keys", lambda: bake_shape_keys(objects, armature, actions))
         progress.run("Save", lambda: save_blend(blend))
     except StepFailed as err:
@@ -368,6 +398,8 @@ def run(args: argparse.Namespace) -> int:
     for path in sorted(p for p in output.rglob("*") if p.is_file() and not p.name.endswith(".blend1")):
         print(f"  {path.relative_to(output)}")
     print(f"Open {blend.name} in Blender with Hybrid Skin installed (sidebar ▸ Hybrid Skin: the settings).")
+    if (output / "crowd.html").is_file():
+        print(f"Watch the crowd: {server_line(output)}, then open http://127.0.0.1:8000/crowd.html")
     return 0
 
 

@@ -161,15 +161,20 @@ def check_report(meta, truth_local, got_local, mid_truth, mid_got) -> None:
     frames = world_stats(truth_local, got_local, diagonal)
     mids = world_stats(mid_truth, mid_got, diagonal)
     tol = dict(rtol=1e-5, atol=2e-6 * diagonal)  # truth re-evaluated here: float32 noise of ~1 ulp
+    # Every max also holds the measured gap to Blender's own evaluation (issue 28 §3): the add-on's part is
+    # what is recomputed here, against the add-on's skinning.
+    gap = report["oracle_gap"]["max"]
+    assert report["oracle_gap"]["samples"] == report["oracle_gap"]["of"] > 0
     for name, ours in (("frames", frames), ("mid_frames", mids)):
         assert report[name]["count"] == ours["count"]
-        np.testing.assert_allclose(report[name]["max"], ours["max"], **tol)
+        np.testing.assert_allclose(report[name]["max"] - gap, ours["max"], **tol)
         np.testing.assert_allclose(report[name]["mean"], ours["mean"], **tol)
-        np.testing.assert_allclose(report[name]["max_percent"], ours["max_percent"], **tol)
+        percent = report[name]["max_percent"] - 100 * gap / diagonal
+        np.testing.assert_allclose(percent, ours["max_percent"], **tol)
     overall_mean = (frames["mean"] * frames["count"] + mids["mean"] * mids["count"]) / (
         frames["count"] + mids["count"]
     )
-    np.testing.assert_allclose(report["overall"]["max"], max(frames["max"], mids["max"]), **tol)
+    np.testing.assert_allclose(report["overall"]["max"] - gap, max(frames["max"], mids["max"]), **tol)
     np.testing.assert_allclose(report["overall"]["mean"], overall_mean, **tol)
     assert frames["max"] <= report["encoding_bound"], (frames["max"], report["encoding_bound"])
 

@@ -5,6 +5,7 @@ up and its files found relative to it, even after the folder moves. Failures are
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -21,10 +22,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PANEL_WIDTH, PANEL_HEIGHT = 320, 400  # what the demo renders (hybrid_skin/cli/demo.py render_pose)
 
 
-def run_demo(*args: str) -> subprocess.CompletedProcess:
+def run_demo(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "hybrid_skin", "demo", *args],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False, env=env,
     )  # fmt: skip
 
 
@@ -39,8 +40,8 @@ def test_progress_lines_and_the_one_comparison_line(demo):
     done, output = demo
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    steps = [line for line in lines if re.match(r"\[\d/7\] ", line)]
-    assert [s[:5] for s in steps] == [f"[{k}/7]" for k in range(1, 8)], done.stdout
+    steps = [line for line in lines if re.match(r"\[\d/8\] ", line)]
+    assert [s[:5] for s in steps] == [f"[{k}/8]" for k in range(1, 9)], done.stdout
     assert all(re.search(r"\(\d+\.\d s\)$", s) for s in steps), steps  # each says how long it took
     # Blender's chatter: operator reports, EGL, and Blender 5's timestamped log lines
     # ("00:00.019  color_management | ...")
@@ -137,13 +138,56 @@ def test_another_asset_names_its_files_and_counts_in_words(tmp_path, assets):
     """The files are named after the asset (they were 'robot_bone_dq' whatever it was), and one mesh or
     one clip is not "1 meshes"."""
     output = tmp_path / "cesium"
-    done = run_demo("--asset", str(assets / "CesiumMan.gltf"), "--output", str(output))
+    # without Chromium on PATH (the demo must work without it): the page, no screenshot, one line says so
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if not _has_chromium(p))
+    done = run_demo("--asset", str(assets / "CesiumMan.gltf"), "--output", str(output),
+                    env={**os.environ, "PATH": path})  # fmt: skip
     assert done.returncode == 0, done.stderr
+    crowd_line = next(s for s in done.stdout.splitlines() if "Crowd page" in s)
+    assert "screenshot skipped: Chromium is not installed" in crowd_line
+    assert (output / "crowd.html").is_file() and not (output / "crowd.png").exists()
     assert sorted(p.name for p in (output / "textures").iterdir()) == [
+        "cesiumman_bone_dq.glb",
         "cesiumman_bone_dq.json",
         "cesiumman_bone_dq.png",
     ]
     assert (output / "cesiumman_demo.blend").is_file()
-    steps = [line for line in done.stdout.splitlines() if re.match(r"\[\d/7\] ", line)]
+    steps = [line for line in done.stdout.splitlines() if re.match(r"\[\d/8\] ", line)]
     assert any(" 1 mesh, " in s for s in steps) and any(" 1 clip (" in s for s in steps), steps
     assert not any(re.search(r"\b1 (meshes|clips)\b", s) for s in steps), steps
+
+
+def _has_chromium(folder: str) -> bool:
+    return any((Path(folder) / name).exists() for name in ("chromium", "chromium-browser", "google-chrome"))
+
+
+def test_the_crowd_page_plays_the_bake_offline_and_its_screenshot(demo):
+    """``crowd.html`` plays the demo's bake with the shipped three.js runtime and three.js copied beside it
+    (with its licence; nothing fetched from elsewhere), and headless Chromium's screenshot shows the crowd."""
+    done, output = demo
+    assert done.returncode == 0, done.stderr
+    page, script = (output / "crowd.html").read_text(), (output / "crowd.js").read_text()
+    for text in (page, script):
+        assert "http://" not in text.replace("http://127.0.0.1", "") and "https://" not in text
+    settings = json.loads((output / "crowd.json").read_text())
+    assert (output / settings["sidecar"]).is_file() and (output / settings["gltf"]).is_file()
+    assert (output / "three" / "LICENSE").read_text().startswith("The MIT License")
+    runtime = (REPO_ROOT / "shaders" / "engines" / "three" / "hybrid_skin_animtex.js").read_bytes()
+    assert (output / "hybrid_skin_animtex.js").read_bytes() == runtime
+    assert "python3 -m http.server" in done.stdout.split("Done in")[1]
+    if not any(_has_chromium(p) for p in os.environ["PATH"].split(os.pathsep)):
+        pytest.skip("no Chromium here: the screenshot is checked where it is installed")
+    line = next(s for s in done.stdout.splitlines() if "Crowd page" in s)
+    assert "crowd.png (headless Chromium)" in line, line
+    image = bpy.data.images.load(str(output / "crowd.png"))
+    try:
+        width, height = image.size
+        pixels = np.empty(width * height * 4, np.float32)
+        image.pixels.foreach_get(pixels)
+    finally:
+        bpy.data.images.remove(image)
+    rgb = pixels.reshape(height, width, 4)[..., :3]
+    assert (width, height) == (960, 540)
+    sky, ground = rgb[-2, width // 2], rgb[1, width // 2]  # rows bottom-up: the top row is the sky
+    drawn = (np.abs(rgb - sky).max(-1) > 0.05) & (np.abs(rgb - ground).max(-1) > 0.05)
+    assert drawn.mean() > 0.01, drawn.mean()  # the instances, not an empty scene
