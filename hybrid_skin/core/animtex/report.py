@@ -226,7 +226,8 @@ def add_oracle_gap(
     """``report`` (an :func:`error_report`) made a bound against Blender's own evaluation: the gap between
     the add-on's skinning (what the report measured against) and Blender's Armature modifier, measured at
     ``samples`` of the ``of`` sampled frames (scene units), is added to every ``max`` (``max_percent``
-    follows); means stay what was measured. ``by_factor`` gives the gap of each ``by_deform_factor``
+    follows) and to ``encoding_bound`` (its float32 arithmetic is now Blender's too); means stay what was
+    measured. ``by_factor`` gives the gap of each ``by_deform_factor``
     entry (bone kinds). By the triangle inequality ``|texture - Blender| <= |texture - add-on| + gap``
     at every sample where the gap was measured. Returns the same dict, with ``oracle_gap``."""
     diagonal = report["bbox_diagonal"]
@@ -246,6 +247,8 @@ def add_oracle_gap(
     for entry in report.get("by_deform_factor", ()):
         for name in ("frames", "mid_frames", "overall"):
             widen(entry[name], by_factor[entry["deform_factor"]])
+    if report.get("encoding_bound") is not None:  # its float32 arithmetic now includes Blender's
+        report["encoding_bound"] += max([gap, *by_factor.values()])
     if "any_deform_factor_max" in report:
         worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]
         report["any_deform_factor_max"] = max(s["max"] for s in worst if s is not None)
