@@ -84,10 +84,11 @@ def write_crowd_page(output: Path, three: Path, sidecar: Path, glb: Path, title:
         "columns": 6,
         "spacing": 0.6 * height,
         "time": 1.3,
+        "clay": 0xC8CCD6,
         "width": WIDTH,
         "height": HEIGHT,
-        "camera": [0.9 * height, 1.6 * height, 3.2 * height],
-        "target": [0.0, 0.45 * height, -1.3 * height],
+        "camera": [0.5 * height, 1.1 * height, 2.4 * height],
+        "target": [0.0, 0.5 * height, -1.2 * height],
     }
     (output / "crowd.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
     return output / "crowd.html"

@@ -9,7 +9,8 @@
 4. twist the joint that shows it best on top of the first clip's pose and render LBS | hybrid | Auto | DQS
    to ``comparison.png``;
 5. bake an animation texture set (bone dual quaternions, PNG16 + JSON + the meshes as .glb) from several
-   actions, with the decoded-vs-Blender error line;
+   actions, with the decoded-vs-Blender error line (it holds the meshes Armature modifiers deform:
+   RobotExpressive's arms; its other parts are rigid objects under animated empties);
 6. write ``crowd.html``: the bake played as an instanced crowd by the shipped three.js runtime, three.js
    copied beside it from the pinned npm install (:mod:`.crowd_page`), and ``crowd.png``, its screenshot by
    headless Chromium when Chromium is installed (a line says when either is skipped);
@@ -248,6 +249,56 @@ def most_telling_twist(objects, armature) -> tuple[object, str, float]:
     return best
 
 
+#: How much of the mesh around the twisted joint the picture shows: the vertices LBS and DQS move apart by
+#: more than this share of their largest distance, framed with this margin. (The whole mesh at README size
+#: made the candy wrapper a few pixels: issue 28 §4.)
+CLOSE_UP_SHARE, CLOSE_UP_MARGIN = 0.3, 1.5
+
+
+@contextmanager
+def close_up(scene, obj, armature, bone_name: str) -> Iterator[None]:
+    """An orthographic scene camera framing where LBS and DQS of ``obj`` differ at this pose, looking at
+    the twisted bone from the side (across its axis); removed after, the scene's camera put back."""
+    import bpy
+    import numpy as np
+    from mathutils import Matrix, Vector
+
+    from .. import api
+
+    lbs = api.deformed_positions(obj, deform_factor=0.0).astype(np.float64)
+    dqs = api.deformed_positions(obj, deform_factor=1.0).astype(np.float64)
+    world = np.array(obj.matrix_world)
+    lbs, dqs = (p @ world[:3, :3].T + world[:3, 3] for p in (lbs, dqs))
+    apart = np.linalg.norm(lbs - dqs, axis=1)
+    region = np.concatenate([lbs, dqs])[np.tile(apart >= CLOSE_UP_SHARE * apart.max(), 2)]
+    centre = 0.5 * (region.min(0) + region.max(0))
+    radius = CLOSE_UP_MARGIN * float(np.linalg.norm(region - centre, axis=1).max()) or 1.0
+    bone = armature.pose.bones[bone_name]
+    axis = np.array(armature.matrix_world.to_3x3() @ (bone.tail - bone.head))
+    axis /= np.linalg.norm(axis) or 1.0
+    view = np.array([0.0, -1.0, 0.0])  # from the character's front, turned to be across the bone
+    view -= axis * float(view @ axis)
+    if np.linalg.norm(view) < 1e-3:
+        view = np.array([1.0, 0.0, 0.0]) - axis * axis[0]
+    view /= np.linalg.norm(view)
+    data = bpy.data.cameras.new(".hybrid_skin_demo_close_up")
+    data.type, data.ortho_scale = "ORTHO", 2.0 * radius
+    data.clip_start, data.clip_end = 0.01 * radius, 100.0 * radius
+    camera = bpy.data.objects.new(data.name, data)
+    scene.collection.objects.link(camera)
+    rotation = Vector(-view).to_track_quat("-Z", "Y").to_matrix().to_4x4()  # looking at it, Z up
+    camera.matrix_world = Matrix.Translation(Vector(centre + 10.0 * radius * view)) @ rotation
+    before = scene.camera
+    scene.camera = camera
+    bpy.context.view_layer.update()
+    try:
+        yield
+    finally:
+        scene.camera = before
+        bpy.data.objects.remove(camera)
+        bpy.data.cameras.remove(data)
+
+
 #: Clay grey for the picture (scene-linear): the robot's dark material would hide the shapes.
 PICTURE_COLOR = (0.55, 0.55, 0.6)
 
@@ -262,7 +313,7 @@ def render_pose(objects, armature, actions, output: Path) -> str:
     play(armature, action, frame)
     obj, bone, gap = most_telling_twist(objects, armature)
     path = output / "comparison.png"
-    with twisted(armature, bone, PICTURE_TWIST_DEGREES):
+    with twisted(armature, bone, PICTURE_TWIST_DEGREES), close_up(bpy.context.scene, obj, armature, bone):
         try:
             comparison.render_comparison(bpy.context, obj, path, width=320, height=400, auto_panel=True,
                                          color=PICTURE_COLOR)
@@ -292,7 +343,7 @@ def bake_textures(armature, actions, output: Path, stem: str, done: dict) -> str
     done["bake"] = result
     overall = result.report["overall"]
     clips = ", ".join(_action_name(a, armature) for a in actions)
-    files = f"{Path(result.image_path).name} + {Path(result.json_path).name} + {Path(result.gltf_path).name}"
+    files = " + ".join(Path(p).name for p in (result.image_path, result.json_path, result.gltf_path))
     return (f"{_count(len(actions), 'clip', 'clips')} ({clips}) → {files}; "
             f"decoded vs Blender: max {overall['max']:.2g} ({overall['max_percent']:.2g}% of the size)")
 

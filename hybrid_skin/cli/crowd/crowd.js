@@ -26,6 +26,9 @@ const gltf = await new GLTFLoader().loadAsync(settings.gltf);
 gltf.scene.updateMatrixWorld(true);
 const parts = [];
 gltf.scene.traverse((o) => o.isMesh && parts.push({ geometry: o.geometry, material: o.material, matrix: o.matrixWorld }));
+if (settings.clay) {  // a light clay instead of the file's materials (dark ones hide the shapes)
+  for (const part of parts) part.material = new THREE.MeshStandardMaterial({ color: settings.clay, roughness: 0.55 });
+}
 const crowd = new AnimtexCrowd(bake, parts, settings.rows * settings.columns, { yUp: true });
 
 const clips = bake.meta.clips.map((c) => c.name);
