@@ -203,6 +203,7 @@ def test_the_bake_dialog_draws_its_settings(ui):
         "embed_metadata",
         "write_mesh_data",
         "export_gltf",
+        "export_babylon",
     ]
     assert [c.text for c in layout.calls if c.kind == "prop" and c.args[1] == "use"] == ["Walk"]
 

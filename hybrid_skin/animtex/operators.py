@@ -226,9 +226,7 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         row.prop(self, "embed_metadata", toggle=True)
         row.prop(self, "write_mesh_data", toggle=True)
         row.prop(self, "export_gltf", toggle=True)
-        sub = row.row(align=True)
-        sub.active = self.export_gltf and self.kind != "VERTEX"
-        sub.prop(self, "export_babylon", toggle=True)
+        row.prop(self, "export_babylon", toggle=True)
 
     # ----------------------------------------------------------------------------------- modal
     def _start_modal(self, context, job) -> set[str]:

@@ -156,3 +156,31 @@ def test_command_line_flag(addon, core, tmp_path):
     assert blend.read_bytes() == before  # without --save the .blend is left alone
     nodes = read_gltf(out / "hard.glb")
     assert len(np.unique(nodes["Boxes"]["_ANIMTEX_CORNER_INDEX"])) == 48
+
+
+def test_babylon_export_beside_the_glb_and_its_refusals(addon, core, tmp_path):
+    """The dialog's Babylon.js option writes ``<name>.babylon.json`` beside the ``.glb`` (bone kinds); a
+    VERTEX bake or one without glTF is refused with one sentence and writes nothing."""
+    import json
+
+    hard_scene()
+    with pytest.raises(RuntimeError, match="bake BONE_MATRIX or BONE_DQ with glTF on"):
+        bpy.ops.hybrid_skin.bake_animation_texture(
+            directory=str(tmp_path), file_name="hard", kind="VERTEX", export_gltf=True, export_babylon=True
+        )
+    with pytest.raises(RuntimeError, match="bake BONE_MATRIX or BONE_DQ with glTF on"):
+        bpy.ops.hybrid_skin.bake_animation_texture(
+            directory=str(tmp_path), file_name="hard", kind="BONE_DQ", export_babylon=True
+        )
+    assert os.listdir(tmp_path) == []
+    bake(directory=str(tmp_path), kind="BONE_DQ", precision="PNG8", file_name="hard", export_gltf=True,
+         export_babylon=True)  # fmt: skip
+    assert sorted(os.listdir(tmp_path)) == ["hard.babylon.json", "hard.glb", "hard.json", "hard.png"]
+    meta, _ = load_bake(core, tmp_path / "hard.json")
+    vat = json.loads((tmp_path / "hard.babylon.json").read_text(encoding="utf-8"))
+    (clip,) = meta["clips"]
+    bones = len(meta["bones"])
+    assert vat["bones"] == [b["name"] for b in meta["bones"]] and vat["width"] == 4 * (bones + 1)
+    (entry,) = vat["ranges"]
+    assert (entry["from"], entry["to"], entry["loop"]) == (0, clip["frame_count"] - 1, clip["loop"])
+    assert entry["sample_rate"] == clip["sample_rate"] and vat["height"] == clip["frame_count"]

@@ -68,9 +68,18 @@ def chromium() -> str:
     )
 
 
+#: What the pages load from the pinned npm install (tests/engines/package-lock.json).
+NODE_FILES = (
+    "three/build/three.module.js",
+    "babylonjs/babylon.js",
+    "babylonjs-loaders/babylonjs.loaders.min.js",
+)
+
+
 def check_node_modules() -> None:
-    if not (NODE_MODULES / "three" / "build" / "three.module.js").is_file():
-        raise BrowserError(f"three.js is not installed in {NODE_MODULES}: run `make test-engines` (npm ci)")
+    missing = [f for f in NODE_FILES if not (NODE_MODULES / f).is_file()]
+    if missing:
+        raise BrowserError(f"{missing[0]} is missing in {NODE_MODULES}: run `make test-engines` (npm ci)")
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

@@ -120,6 +120,48 @@ def test_error_report_validates(validator) -> None:
     assert meta["error_report"]["mid_frames"]["max_percent"] == pytest.approx(np.sqrt(3) * 0.02 / 2.0 * 100)
 
 
+def test_oracle_gap_widens_every_max_and_validates(validator) -> None:
+    """Issue 28 §3: the gap to Blender's own evaluation is added to every ``max`` (``max_percent`` follows,
+    bone kinds' ``by_deform_factor`` by their own gap, ``any_deform_factor_max`` and ``encoding_bound``
+    with them); means stay as measured; the sidecar with it validates."""
+    from hybrid_skin.core.animtex.report import add_oracle_gap
+
+    tex = _texture(Kind.BONE_DQ, Precision.EXR32)
+    truth = RNG.normal(size=(4, 10, 3))
+    clips = [
+        clip_errors(name, truth, truth + 0.01 * k, truth[:3], truth[:3] - 0.02, diagonal=2.0)
+        for k, name in ((1, "walk"), (2, "idle"))
+    ]
+    report = error_report(clips, diagonal=2.0, encoding_bound=0.05)
+    report["by_deform_factor"] = [
+        {"deform_factor": f, "frames": dict(report["frames"]), "mid_frames": dict(report["mid_frames"]),
+         "overall": dict(report["overall"])}
+        for f in (0.0, 1.0)
+    ]  # fmt: skip
+    report["any_deform_factor_max"] = report["overall"]["max"]
+    before = json.loads(json.dumps(report))
+    add_oracle_gap(report, 0.001, by_factor={0.0: 0.002, 1.0: 0.003}, samples=5, of=7)
+    for name in ("frames", "mid_frames", "overall"):
+        assert report[name]["max"] == pytest.approx(before[name]["max"] + 0.001)
+        assert report[name]["max_percent"] == pytest.approx(report[name]["max"] * 50.0)
+        assert report[name]["mean"] == before[name]["mean"]
+        for i, gap in enumerate((0.002, 0.003)):
+            entry = report["by_deform_factor"][i][name]
+            assert entry["max"] == pytest.approx(before["by_deform_factor"][i][name]["max"] + gap)
+    for got, was in zip(report["clips"], before["clips"]):
+        assert got["frames"]["max"] == pytest.approx(was["frames"]["max"] + 0.001)
+        assert got["mid_frames"]["max"] == pytest.approx(was["mid_frames"]["max"] + 0.001)
+    assert report["any_deform_factor_max"] == pytest.approx(before["overall"]["max"] + 0.003)
+    assert report["encoding_bound"] == pytest.approx(0.053)
+    assert report["oracle_gap"] == {
+        "max": 0.001,
+        "by_deform_factor": [{"deform_factor": 0.0, "max": 0.002}, {"deform_factor": 1.0, "max": 0.003}],
+        "samples": 5,
+        "of": 7,
+    }
+    validator.validate(loads(dumps(build_metadata(tex, error_report=report))))
+
+
 def test_loads_rejects_foreign_and_future_files() -> None:
     meta = build_metadata(_texture(Kind.VERTEX, Precision.PNG8))
     with pytest.raises(ValueError, match="not a"):
