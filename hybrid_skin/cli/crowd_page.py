@@ -87,8 +87,8 @@ def write_crowd_page(output: Path, three: Path, sidecar: Path, glb: Path, title:
         "clay": 0xC8CCD6,
         "width": WIDTH,
         "height": HEIGHT,
-        "camera": [0.5 * height, 1.1 * height, 2.4 * height],
-        "target": [0.0, 0.5 * height, -1.2 * height],
+        "camera": [0.8 * height, 1.3 * height, 3.4 * height],
+        "target": [0.0, 0.6 * height, -1.4 * height],
     }
     (output / "crowd.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
     return output / "crowd.html"
