@@ -101,13 +101,15 @@ def test_bone_bake_keeps_the_vertex_colours_a_material_uses(addon, core, tmp_pat
     user's keeps that one (and only that one); a plain material changes nothing."""
     arm, (boxes, custom) = hard_scene()
     red = bpy.data.materials.new("Red")
-    red.use_nodes = True
+    if bpy.app.version < (5, 0, 0):  # always node-based from Blender 5
+        red.use_nodes = True
     red.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (0.8, 0.1, 0.1, 1.0)
     boxes.data.materials.append(red)
     colours = custom.data.color_attributes.new("Col", "FLOAT_COLOR", "POINT")
     colours.data.foreach_set("color", np.tile([0.2, 0.4, 0.6, 1.0], len(custom.data.vertices)))
     painted = bpy.data.materials.new("Painted")
-    painted.use_nodes = True
+    if bpy.app.version < (5, 0, 0):  # always node-based from Blender 5
+        painted.use_nodes = True
     node = painted.node_tree.nodes.new("ShaderNodeVertexColor")
     node.layer_name = "Col"
     bsdf = painted.node_tree.nodes["Principled BSDF"]
