@@ -36,7 +36,7 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
-from .. import bridge, factor
+from .. import bridge, factor, runtime
 from ..core import pointcache
 from ..errors import HybridSkinError
 from ..skin import bind, display
@@ -210,6 +210,8 @@ class Baker:
 
     def start(self) -> None:
         obj = self.obj
+        # Until finish or cancel the object is neither set up nor baked: the handlers leave it alone.
+        runtime.get().held.add(obj.session_uid)
         # Our own keys cleared and modifiers hidden: not edits of what the bind read (edits made before,
         # e.g. weights by a script, are evaluated first and mark the bind).
         with bind.own_edits([obj]):
@@ -230,9 +232,11 @@ class Baker:
         }
 
     def step(self) -> bool:
-        """Bake one frame; True when all frames are done."""
+        """Bake one frame; True when all frames are done. Current Frame keeps the scene's sub-frame (what
+        the scene shows at frame 6.5 is baked, not frame 6)."""
         frame = self.frames[self.index]
-        self.context.scene.frame_set(frame)
+        subframe = self.frame_before[1] if self.target == "CURRENT" else 0.0
+        self.context.scene.frame_set(frame, subframe=subframe)
         depsgraph = self.context.evaluated_depsgraph_get()
         bound = bind.cached_bind(self.obj, depsgraph)
         wanted = factor.resolve(self.obj, bound)
@@ -249,14 +253,21 @@ class Baker:
             m.show_viewport, m.show_render = viewport, render
 
     def cancel(self) -> None:
-        with bind.own_edits([self.obj]):
-            self._restore_tail()
-            self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
-            display.apply(self.obj)
+        try:
+            with bind.own_edits([self.obj]):
+                self._restore_tail()
+                self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
+                display.apply(self.obj)
+        finally:
+            runtime.get().held.discard(self.obj.session_uid)
 
     def finish(self) -> None:
-        with bind.own_edits([self.obj]):  # baked keys are left out of the rest input: the bind stays valid
-            self._finish()
+        try:
+            # Baked keys are left out of the rest input: the bind stays valid.
+            with bind.own_edits([self.obj]):
+                self._finish()
+        finally:
+            runtime.get().held.discard(self.obj.session_uid)
 
     def _finish(self) -> None:
         obj = self.obj

@@ -23,6 +23,7 @@ viewport's compares them.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -56,6 +57,8 @@ __all__ = [
 
 #: Largest change of an entry of the mesh-to-armature matrix that still counts as "not moved".
 TRANSFORM_TOLERANCE = 1e-9
+
+_serials = itertools.count(1)
 
 
 def target_to_armature(obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -> np.ndarray:
@@ -91,6 +94,9 @@ class MeshBind:
     #: A modifier above the Armature modifier may change the weights at any frame: every
     #: :func:`cached_bind` with ``check_rest`` compares them (see the module docstring).
     live_weights: bool = False
+    #: A number no other bind of this session has: what a cache of something derived from this bind
+    #: (the factor group's values) compares, since ``id()`` may be reused once a bind is dropped.
+    serial: int = field(default_factory=lambda: next(_serials))
     binding: SkinBinding = field(init=False)
     bound_target_to_armature: np.ndarray = field(init=False)
 

@@ -42,14 +42,58 @@ def native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -
     vertex group of weight f: Blender interpolates (1-f)·LBS + f·DQS per vertex. When the modifier has
     a mask vertex group that setup cannot express the mask on the DQS part (the multi-modifier's own
     group is the mix weight), so the mix is taken from Blender's masked LBS and masked DQS results.
+
+    Evaluated on a plain copy of the object (:func:`plain_copy`): Hybrid Skin's own setup on the object
+    (its Preserve Volume modifier, its hidden modifiers) takes no part, and its handlers never see the
+    oracle's temporary modifier on the object under test.
     """
+    with plain_copy(obj) as copy:
+        return _native_positions(copy, deform_factor)
+
+
+class plain_copy:  # noqa: N801 - used as a context manager, like contextlib's
+    """A copy of ``obj`` (its own mesh, same place, parent and weights) without Hybrid Skin: the add-on's
+    Preserve Volume modifier removed and its settings off; removed again on leaving."""
+
+    def __init__(self, obj: bpy.types.Object):
+        self.obj = obj
+
+    def __enter__(self) -> bpy.types.Object:
+        obj = self.obj
+        copy = obj.copy()
+        copy.data = obj.data.copy()
+        if hasattr(copy, "hybrid_skin"):
+            copy.hybrid_skin.saved_state = ""  # the original's record: not the copy's to restore
+            copy.hybrid_skin.bake_state = ""
+            copy.hybrid_skin.enabled = False
+        for mod in [m for m in copy.modifiers if m.name.startswith("HybridSkin DQS")]:
+            copy.modifiers.remove(mod)
+        for mod in copy.modifiers:
+            if mod.type == "ARMATURE":
+                mod.show_viewport = True  # (hidden on the original by the GPU display)
+        for collection in obj.users_collection:
+            collection.objects.link(copy)
+        if not obj.users_collection:
+            bpy.context.scene.collection.objects.link(copy)
+        self.copy = copy
+        bpy.context.view_layer.update()
+        return copy
+
+    def __exit__(self, *_exc) -> None:
+        mesh = self.copy.data
+        bpy.data.objects.remove(self.copy)
+        bpy.data.meshes.remove(mesh)
+        bpy.context.view_layer.update()
+
+
+def _native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -> np.ndarray:
     mod = next(m for m in obj.modifiers if m.type == "ARMATURE")
     saved = (mod.use_deform_preserve_volume, mod.show_viewport)
     n = len(obj.data.vertices)
     f = np.broadcast_to(np.asarray(deform_factor, dtype=np.float64), (n,))
     extra = group = None
     if mod.vertex_group and not (np.all(f == 0.0) or np.all(f == 1.0)):
-        lbs, dqs = native_positions(obj, 0.0), native_positions(obj, 1.0)
+        lbs, dqs = _native_positions(obj, 0.0), _native_positions(obj, 1.0)
         return ((1.0 - f)[:, None] * lbs + f[:, None] * dqs).astype(np.float32)
     try:
         mod.show_viewport = True
