@@ -415,6 +415,14 @@ def weight_modifiers_above(obj: bpy.types.Object, mod: bpy.types.Modifier) -> li
     return [m for m in stack[: stack.index(mod)] if m.show_viewport and _changes_weights(m)]
 
 
+def vertex_count_refusal(obj: bpy.types.Object, mod: bpy.types.Modifier) -> str:
+    """The sentence for modifiers above ``mod`` that change the vertex count it receives."""
+    return (
+        f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
+        "move the Armature modifier above them"
+    )
+
+
 @contextmanager
 def armature_input(
     obj: bpy.types.Object,
@@ -444,10 +452,7 @@ def armature_input(
                 depsgraph.update()
             evaluated = obj.evaluated_get(depsgraph)
             if len(evaluated.data.vertices) != len(mesh.vertices):
-                raise HybridSkinError(
-                    f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
-                    "move the Armature modifier above them"
-                )
+                raise HybridSkinError(vertex_count_refusal(obj, mod))
             yield evaluated
     finally:
         if tail or exclude_keys:

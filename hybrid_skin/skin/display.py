@@ -116,23 +116,34 @@ def gpu_refusal(obj: bpy.types.Object) -> str | None:
 
 
 def aside_reason(
-    obj: bpy.types.Object, mod: bpy.types.Modifier, mix: bpy.types.Modifier | None, reader: str | None
+    obj: bpy.types.Object,
+    mod: bpy.types.Modifier,
+    mix: bpy.types.Modifier | None,
+    reader: str | None,
+    depsgraph: bpy.types.Depsgraph | None = None,
 ) -> tuple[str, str] | None:
     """Why the GPU display lets Blender's exact stack draw ``obj`` now, as ``(code, sentence)``, or None
-    when it may draw it. ``reader``: what reads the mesh (:func:`.readers.mesh_readers`), if anything."""
+    when it may draw it. ``reader``: what reads the mesh (:func:`.readers.mesh_readers`), if anything.
+    ``depsgraph``: the evaluation just made (a handler's), where the mesh the GPU display would skin is
+    Blender's evaluation with the skinning hidden: another vertex count than the mesh's means a modifier
+    above changes it, which the bind refuses with the same sentence."""
     if obj.mode != "OBJECT":
         return obj.mode, f"'{obj.name}' is in {obj.mode.replace('_', ' ').title()} Mode: Blender draws it"
+    stack = list(obj.modifiers)
+    after = stack[stack.index(mix if mix is not None else mod) + 1 :]
+    tail = [m for m in after if m.show_viewport]
     failure = runtime.get().draw_failures.get(obj.session_uid)
     refusal = gpu_refusal(obj) or (failure[0] if failure else None)
+    if refusal is None and depsgraph is not None and not tail:
+        # With nothing after the skinning, Blender's evaluation has the vertex count the skinning gets.
+        if len(obj.evaluated_get(depsgraph).data.vertices) != len(obj.data.vertices):
+            refusal = bridge.vertex_count_refusal(obj, mod)
     if refusal is not None:
         return REFUSED, refusal
     if not _user_shown(obj, mod):
         return HIDDEN, (
             f"The Armature modifier of '{obj.name}' is hidden in the viewport: Blender shows the rest shape"
         )
-    stack = list(obj.modifiers)
-    after = stack[stack.index(mix if mix is not None else mod) + 1 :]
-    tail = [m for m in after if m.show_viewport]
     if tail:
         return TAIL, (
             f"Modifier '{tail[0].name}' comes after the Armature modifier of '{obj.name}': Blender draws the "
@@ -264,12 +275,12 @@ def _apply(obj: bpy.types.Object, reader: str | None) -> bool:
     return True
 
 
-def _place_gpu(obj, rec: DisplayRecord, mod, mix, reader: str | None) -> None:
+def _place_gpu(obj, rec: DisplayRecord, mod, mix, reader: str | None, depsgraph=None) -> None:
     """Hide Blender's deformation for the GPU display, or step aside and say why (once per reason). The
     factor group may lag while the display draws (see :mod:`.factors`): the handler's next
     :func:`.factors.follow` brings it up to date before Blender draws from it."""
     store(obj, rec)  # aside_reason reads the user's eye from the record
-    reason = aside_reason(obj, mod, mix, reader)
+    reason = aside_reason(obj, mod, mix, reader, depsgraph)
     if reason is None:
         if not rec.gpu_draws:
             _hide(obj, rec, mod, mix)
@@ -283,7 +294,9 @@ def _place_gpu(obj, rec: DisplayRecord, mod, mix, reader: str | None) -> None:
 
 
 # --------------------------------------------------------------------------------------------- sync
-def sync(obj: bpy.types.Object, reader: str | None = None) -> None:
+def sync(
+    obj: bpy.types.Object, reader: str | None = None, depsgraph: bpy.types.Depsgraph | None = None
+) -> None:
     """Keep ``obj``'s setup whole and its display right after any change Blender reported (the depsgraph
     handler calls this for objects it reports and every GPU display). Only settings change here; what they
     change is evaluated by Blender's second pass of the same update.
@@ -333,7 +346,7 @@ def sync(obj: bpy.types.Object, reader: str | None = None) -> None:
     if mix is not None and not rec.gpu_draws:
         _mirror(mod, mix)
     if settings.display == "GPU" and mix is not None:
-        _place_gpu(obj, rec, mod, mix, reader)
+        _place_gpu(obj, rec, mod, mix, reader, depsgraph)
     else:
         if rec.gpu_draws:
             _show(obj, rec)

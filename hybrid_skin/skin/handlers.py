@@ -125,25 +125,25 @@ def on_depsgraph_update(scene, depsgraph) -> None:
         return  # an evaluation this handler started (a rebind), or a save under way
     state.in_handler = True
     try:
-        _depsgraph_update(state, depsgraph)
+        _after_evaluation(state, depsgraph, frame_change=False)
     finally:
         state.in_handler = False
 
 
-def _depsgraph_update(state: runtime.Runtime, depsgraph: bpy.types.Depsgraph) -> None:
+def _after_evaluation(state: runtime.Runtime, depsgraph: bpy.types.Depsgraph, frame_change: bool) -> None:
+    """What both handlers do after Blender evaluated the scene (a frame change evaluates edits, new objects
+    and modifiers made since the last update without calling ``depsgraph_update_post``)."""
     state.bump()  # a counter: cached GPU state re-checks itself at the next draw
     updates = list(depsgraph.updates)
-    if any(isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in updates):
-        state.pose_generation += 1
+    if frame_change or any(isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in updates):
+        state.pose_generation += 1  # a pose may have changed: Auto factors follow it
     # Weights or vertices may have changed (in the UI, or by a script: background mode too): binds of the
     # mesh are compared before their next use. Pose changes do not report a mesh's data.
-    edited = edited_meshes(depsgraph, updates)
+    edited = edited_meshes(depsgraph, updates, frame_change)
     if edited:
         bind.mark_edited(edited)
-    changed = _reported_objects(updates)
+    changed = [o for o in _reported_objects(updates) if o.session_uid not in state.held]
     for obj in changed:
-        if obj.session_uid in state.held:
-            continue
         failure = state.draw_failures.get(obj.session_uid)
         if failure is not None and failure[1] != viewport.stack_signature(obj):
             del state.draw_failures[obj.session_uid]  # the stack changed since the display failed: try again
@@ -156,10 +156,13 @@ def _depsgraph_update(state: runtime.Runtime, depsgraph: bpy.types.Depsgraph) ->
         # Every GPU display (what reads it may have changed anywhere), objects reported, and objects that
         # arrived without their setup (appended: append runs no load handler).
         if obj.session_uid in ids or obj in gpu or not display.is_applied(obj):
-            display.sync(obj, read.get(obj.session_uid))
+            display.sync(obj, read.get(obj.session_uid), depsgraph)
     for obj in objects:
+        # The factor group follows an animated factor, the pose (Auto) and painted weights; a frame change
+        # may move any of them.
         uid = obj.session_uid
-        if uid in ids or obj.hybrid_skin.factor_mode == "AUTO" or uid not in state.factors_written:
+        auto = obj.hybrid_skin.factor_mode == "AUTO"
+        if frame_change or auto or uid in ids or uid not in state.factors_written:
             factors.follow(obj)
 
 
@@ -223,23 +226,11 @@ def edited_meshes(
 @persistent
 def on_frame_change(scene=None, depsgraph=None, *_args) -> None:
     state = runtime.get()
-    if state.in_handler or state.saving:
+    if state.in_handler or state.saving or depsgraph is None:
         return
     state.in_handler = True
     try:
-        state.bump()
-        state.pose_generation += 1  # the frame may move any pose
-        # A frame change evaluates edits made since the last evaluation without calling
-        # depsgraph_update_post (a script that edits weights, then sets the frame): marked here, before
-        # anything binds.
-        edited = edited_meshes(depsgraph, frame_change=True)
-        if edited:
-            bind.mark_edited(edited)
-        # The factor groups follow the frame: Auto ones the pose, the others an animated or driven Deform
-        # Factor and a factor group painted since (rewritten only when they changed).
-        for obj in enabled_objects():
-            if not obj.hybrid_skin.bake_state and obj.session_uid not in state.held:
-                factors.follow(obj)
+        _after_evaluation(state, depsgraph, frame_change=True)
     finally:
         state.in_handler = False
 

@@ -68,6 +68,9 @@ class plain_copy:  # noqa: N801 - used as a context manager, like contextlib's
             copy.hybrid_skin.enabled = False
         for mod in [m for m in copy.modifiers if m.name.startswith("HybridSkin DQS")]:
             copy.modifiers.remove(mod)
+        ours = [g for g in copy.vertex_groups if g.name.startswith("HybridSkin Factor") and g.lock_weight]
+        for group in ours:
+            copy.vertex_groups.remove(group)
         for mod in copy.modifiers:
             if mod.type == "ARMATURE":
                 mod.show_viewport = True  # (hidden on the original by the GPU display)
@@ -84,6 +87,40 @@ class plain_copy:  # noqa: N801 - used as a context manager, like contextlib's
         bpy.data.objects.remove(self.copy)
         bpy.data.meshes.remove(mesh)
         bpy.context.view_layer.update()
+
+
+class native_twin(plain_copy):  # noqa: N801 - a context manager
+    """A plain copy of ``obj`` (see :class:`plain_copy`) that Blender deforms by its own exact hybrid at
+    ``deform_factor`` (one number, or one per vertex) for as long as the block runs: the user's Armature
+    modifier as LBS, a Preserve Volume one with Multi Modifier after it mixing by a vertex group. What a
+    scene built on it computes (clothing, instances, exports) is what Blender alone computes for the
+    hybrid."""
+
+    def __init__(self, obj: bpy.types.Object, deform_factor: float | np.ndarray):
+        super().__init__(obj)
+        self.factor = deform_factor
+
+    def __enter__(self) -> bpy.types.Object:
+        copy = super().__enter__()
+        copy.name = self.obj.name + " (Blender's hybrid)"
+        mod = next(m for m in copy.modifiers if m.type == "ARMATURE")
+        n = len(copy.data.vertices)
+        f = np.broadcast_to(np.asarray(self.factor, dtype=np.float64), (n,))
+        mod.use_deform_preserve_volume = False
+        group = copy.vertex_groups.new(name=FACTOR_GROUP)
+        for value in np.unique(f):
+            group.add(np.flatnonzero(f == value).tolist(), float(value), "REPLACE")
+        extra = copy.modifiers.new("HS_oracle_dqs", "ARMATURE")
+        extra.object = mod.object
+        extra.use_deform_preserve_volume = True
+        extra.use_multi_modifier = True
+        extra.vertex_group = group.name
+        extra.use_vertex_groups = mod.use_vertex_groups
+        extra.use_bone_envelopes = mod.use_bone_envelopes
+        at = list(copy.modifiers).index(mod)
+        copy.modifiers.move(len(copy.modifiers) - 1, at + 1)
+        bpy.context.view_layer.update()
+        return copy
 
 
 def _native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -> np.ndarray:
@@ -217,6 +254,8 @@ __all__ = [
     "make_chain_armature",
     "make_cylinder",
     "native_positions",
+    "native_twin",
+    "plain_copy",
     "pose_bone",
     "skin_to_chain",
 ]
