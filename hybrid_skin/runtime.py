@@ -63,6 +63,9 @@ class Runtime:
     #: ``Object.session_uid`` → what its factor group holds (:class:`.skin.factors.Written`): a write is
     #: skipped when nothing it depends on changed.
     factors_written: dict[int, Written] = field(default_factory=dict)
+    #: ``Object.session_uid`` → (factor group name, ``(N,)`` values it was last given): a write changes only
+    #: the vertices whose value moved (Auto at 1M vertices: most of a frame's cost was writing them all).
+    factor_values: dict[int, tuple[str, Any]] = field(default_factory=dict)
     #: ``Object.session_uid`` of objects whose factor group a timer writes (after a stroke, playback or a
     #: modal tool): :func:`.skin.factors.queue_write`.
     factors_queued: set[int] = field(default_factory=set)

@@ -36,6 +36,7 @@ from .. import bridge, runtime
 from ..core import autofactor
 from ..core import binding as core_binding
 from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin, skin_with_ends
+from ..core.small_linalg import inverse_affine
 from ..errors import HybridSkinError
 from . import weights as weights_mod
 
@@ -63,7 +64,7 @@ _serials = itertools.count(1)
 
 def target_to_armature(obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -> np.ndarray:
     """Mesh-local → armature space ``(4, 4)`` (Blender's ``premat``) of the evaluated objects."""
-    return np.linalg.inv(np.linalg.inv(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
+    return inverse_affine(inverse_affine(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
 
 
 @dataclass

@@ -176,6 +176,7 @@ def _restore(obj: bpy.types.Object) -> None:
     if rec is None:
         return
     runtime.get().factors_written.pop(obj.session_uid, None)
+    runtime.get().factor_values.pop(obj.session_uid, None)
     _show(obj, rec)
     extra = bridge.find_modifier(obj, rec.mix) if rec.mix else None
     if extra is not None and extra.type == "ARMATURE":

@@ -102,13 +102,23 @@ def write(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
     key = _wanted(obj, bound)
     if only_if_changed and written.get(obj.session_uid) == key:
         return
+    state = runtime.get()
+    before = state.factor_values.pop(obj.session_uid, None)
     written.pop(obj.session_uid, None)  # a write that fails half-way is written again next time
     wanted = factor.resolve(obj, bound)
     if wanted.auto:
         values = np.round(bound.posed(depsgraph).auto_factors() / AUTO_STEP) * AUTO_STEP
     else:
         values = wanted.values()
-    _write_weights(group, np.broadcast_to(np.asarray(values, dtype=np.float32), (len(obj.data.vertices),)))
+    values = np.ascontiguousarray(
+        np.broadcast_to(np.asarray(values, dtype=np.float32), (len(obj.data.vertices),))
+    )
+    if before is not None and before[0] == group.name and before[1].shape == values.shape:
+        changed = np.flatnonzero(before[1] != values)  # only what moved since the last write
+        _write_weights(group, values[changed], changed)
+    else:
+        _write_weights(group, values)
+    state.factor_values[obj.session_uid] = (group.name, values)
     written[obj.session_uid] = key
     rec = record.load(obj.hybrid_skin.saved_state)
     if rec is not None and rec.factors_due:
@@ -116,16 +126,20 @@ def write(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
         obj.hybrid_skin.saved_state = record.save(rec)
 
 
-def _write_weights(group: bpy.types.VertexGroup, values: np.ndarray) -> None:
-    """Every vertex's weight in ``group``: one ``add`` per distinct value (Blender has no bulk write), the
-    vertices of each found by one sort — a painted group has about as many values as vertices, and
-    searching the whole mesh per value was quadratic (0.25 s at 10k vertices, seconds at 50k)."""
+def _write_weights(group: bpy.types.VertexGroup, values: np.ndarray, vertices=None) -> None:
+    """The weight of each of ``vertices`` (all when None) in ``group``: one ``add`` per distinct value
+    (Blender has no bulk write), the vertices of each found by one sort — a painted group has about as many
+    values as vertices, and searching the whole mesh per value was quadratic (0.25 s at 10k vertices,
+    seconds at 50k)."""
+    if not len(values):
+        return
     order = np.argsort(values, kind="stable")
     ranked = values[order]
+    index = order if vertices is None else np.asarray(vertices)[order]
     starts = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
     ends = np.append(starts[1:], len(ranked))
     for start, end in zip(starts.tolist(), ends.tolist()):
-        group.add(order[start:end].tolist(), float(ranked[start]), "REPLACE")
+        group.add(index[start:end].tolist(), float(ranked[start]), "REPLACE")
 
 
 def refresh(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
@@ -144,6 +158,7 @@ def note_mode(obj: bpy.types.Object, rec: record.DisplayRecord) -> None:
         rec.factors_due = obj.mode
     if obj.mode == "EDIT":
         runtime.get().factors_written.pop(obj.session_uid, None)
+        runtime.get().factor_values.pop(obj.session_uid, None)
 
 
 def _busy() -> bool:

@@ -64,6 +64,7 @@ def on_load_post(*_args) -> None:
     viewport.forget()
     state.edit_mode_meshes.clear()
     state.factors_written.clear()
+    state.factor_values.clear()
     state.draw_failures.clear()
     state.saving = False
     state.reported.clear()  # another file: its problems are said again
@@ -103,6 +104,7 @@ def on_undo_redo(*_args) -> None:
     # The step brought its own factor group back, which may lag the user's factor group it brought (a
     # stroke's step is pushed before the timer writes): every group is written again if it differs.
     runtime.get().factors_written.clear()
+    runtime.get().factor_values.clear()
     for obj in enabled_objects():  # a step may hold another mode than the one it brings back
         display.sync(obj)
 
