@@ -46,6 +46,7 @@ __all__ = [
     "set_pose_channels",
     "set_shape_key_points",
     "set_uv_map",
+    "set_vertex_positions",
     "shape_key_points",
     "surface",
     "triangle_vertices",
@@ -249,6 +250,12 @@ def _stored(mesh: bpy.types.Mesh, attribute: str, field: str, fallback, attr: st
 def vertex_positions(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(N, 3)`` float32 vertex coordinates (mesh local space)."""
     return _stored(mesh, "position", "vector", mesh.vertices, "co", 3, np.float32)
+
+
+def set_vertex_positions(mesh: bpy.types.Mesh, positions: np.ndarray) -> None:
+    """Write ``(N, 3)`` vertex coordinates (mesh local space)."""
+    mesh.vertices.foreach_set("co", np.ascontiguousarray(positions, dtype=np.float32).ravel())
+    mesh.update()
 
 
 def vertex_normals(mesh: bpy.types.Mesh) -> np.ndarray:

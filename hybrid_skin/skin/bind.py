@@ -272,6 +272,17 @@ class PosedBind:
         )
 
 
+def posed_by(
+    bound: MeshBind, obj: bpy.types.Object, arm: bpy.types.Object, depsgraph: bpy.types.Depsgraph
+) -> PosedBind:
+    """``bound`` at ``arm``'s pose now, for a mesh whose Armature modifier is gone (Convert) but whose bind
+    is still cached: :meth:`MeshBind.posed` without the modifier, the rest input as it was bound."""
+    arm_eval = arm.evaluated_get(depsgraph)
+    placement = target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
+    deform = bound.deform_matrices(arm_eval)
+    return PosedBind(bound, placement, deform, bone_palette(deform, bound.virtual_rest))
+
+
 def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:
     """Names of the shape keys Hybrid Skin baked on ``obj`` (excluded from the rest input)."""
     settings = getattr(obj, "hybrid_skin", None)

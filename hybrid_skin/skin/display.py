@@ -31,7 +31,8 @@ import re
 
 import bpy
 
-from .. import bridge, runtime
+from .. import bridge, factor, runtime
+from ..core.skinning import skin
 from ..errors import HybridSkinError
 from . import bind, factors, native, readers, record
 from .record import FACTOR_GROUP, MIX_MODIFIER, DisplayRecord
@@ -325,7 +326,9 @@ def sync(
         return
     mod = bridge.find_modifier(obj, rec.armature)
     if mod is None or mod.type != "ARMATURE":
-        _take_off(obj)
+        mix_gone = not rec.mix or bridge.find_modifier(obj, rec.mix) is None
+        converted = rec.gpu_draws and mix_gone and _freeze_converted(obj, depsgraph)
+        _take_off(obj, converted)
         return
     if separate_copy(obj, rec):
         rec = load(obj)
@@ -383,19 +386,45 @@ def _mirror(mod: bpy.types.ArmatureModifier, mix: bpy.types.ArmatureModifier) ->
             setattr(mix, name, value)
 
 
-def _take_off(obj: bpy.types.Object) -> None:
+def _take_off(obj: bpy.types.Object, converted: bool = False) -> None:
     """The followed Armature modifier is gone: Hybrid Skin's parts come off and it is turned off."""
     _restore(obj)
     settings = obj.hybrid_skin
     settings.enabled = False
     bind.forget(obj)
+    kept = " (Convert got the pose the GPU preview drew)" if converted else ""
     runtime.get().report_once(
         obj,
         HybridSkinError(
             f"'{obj.name}' no longer has the Armature modifier Hybrid Skin followed (applied, converted or "
-            "removed), so Hybrid Skin is off for it and its own modifier and vertex group are removed"
+            f"removed), so Hybrid Skin is off for it and its own modifier and vertex group are removed{kept}"
         ),
     )
+
+
+def _freeze_converted(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | None) -> bool:
+    """Object ▸ Convert ▸ Mesh while the GPU preview drew: Blender converted its evaluation, in which the
+    skinning was hidden, so the mesh now holds the skinning's input. Give it the pose the preview drew:
+    the cached bind's influences and the pose now, skinned from the converted vertices (which are that
+    input at this frame). The caller tells Convert by its mark: both Armature modifiers gone at once (a
+    modifier the user deletes is one; Blender refuses to apply the hidden ones). True when posed."""
+    bound = bind.peek(obj)
+    if bound is None or depsgraph is None:
+        return False
+    if len(obj.data.vertices) != bound.vertex_count or obj.data.shape_keys is not None:
+        return False
+    arm = next((o for o in bpy.data.objects if o.session_uid == bound.armature_uid), None)
+    if arm is None or arm.type != "ARMATURE":
+        return False
+    posed = bind.posed_by(bound, obj, arm, depsgraph)
+    try:
+        values = factor.resolve(obj, bound).values(posed)
+    except HybridSkinError:
+        return False
+    rest = bridge.vertex_positions(obj.data)  # the skinning's input at this frame, as converted
+    positions, _ = skin(rest, bound.binding, posed.palette, values, None, posed.target_to_armature)
+    bridge.set_vertex_positions(obj.data, positions)
+    return True
 
 
 def separate_copy(obj: bpy.types.Object, rec: DisplayRecord) -> bool:

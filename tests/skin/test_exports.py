@@ -57,8 +57,14 @@ def _world(obj: bpy.types.Object) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------- Convert
-def test_convert_to_mesh_keeps_the_posed_hybrid_and_leaves_no_hybrid_skin(addon, posed, capfd):
+@pytest.mark.parametrize("display", ["EVALUATED", "GPU"])
+def test_convert_to_mesh_keeps_the_posed_hybrid_and_leaves_no_hybrid_skin(addon, posed, capfd, display):
+    """Evaluated: Blender converts its own hybrid. GPU preview: Blender converts its evaluation, where the
+    skinning is hidden; the handler then gives the new mesh the pose the preview drew."""
     arm, body, world = posed
+    body.hybrid_skin.display = display
+    if display == "GPU":
+        assert modules(addon).display.gpu_draws(body)
     activate(body)
     assert bpy.ops.object.convert(target="MESH") == {"FINISHED"}
     bpy.context.view_layer.update()
