@@ -184,20 +184,37 @@ def collection_instance(target, arm):
         instancer.location.x = 3.0
         bpy.context.scene.collection.objects.link(instancer)
 
+    return target, _instance_points(target)
+
+
+def particle_instances(target, arm):
+    """Particles of another object that show the character (render as Object)."""
+    emitter = make_cylinder(f"Emitter of {target.name}", radius=0.1, height=0.1, rings=2, segments=4)
+    emitter.location.x = 4.0
+    emitter.modifiers.new("Particles", "PARTICLE_SYSTEM")
+    settings = emitter.particle_systems[-1].settings
+    settings.count, settings.frame_start, settings.frame_end, settings.lifetime = 2, 1, 1, 1000
+    settings.physics_type, settings.render_type, settings.instance_object = "NO", "OBJECT", target
+    settings.use_rotation_instance = True
+    return emitter, _instance_points(target)
+
+
+def _instance_points(target):
     def instanced(obj):
         depsgraph = bpy.context.evaluated_depsgraph_get()
         for inst in depsgraph.object_instances:
-            if inst.is_instance and inst.object.original == obj:
+            if inst.is_instance and inst.object.original == target:
                 mesh = inst.object.data
                 co = np.array([v.co[:] for v in mesh.vertices])
                 matrix = np.array(inst.matrix_world)
                 return co @ matrix[:3, :3].T + matrix[:3, 3]
-        raise AssertionError(f"no instance of {obj.name}")
+        raise AssertionError(f"no instance of {target.name}")
 
-    return target, instanced
+    return instanced
 
 
 CONSUMERS = [
+    particle_instances,
     shrinkwrap_shirt,
     surface_deform_strap,
     mesh_deform_cage,
@@ -272,3 +289,26 @@ def test_the_preview_draws_again_when_the_reader_is_gone(addon, capfd):
     bpy.data.objects.remove(shirt)
     bpy.context.view_layer.update()
     assert hs.display.gpu_draws(body) and body.display_type == "BOUNDS"
+
+
+@pytest.mark.parametrize("display", ["EVALUATED", "GPU"])
+def test_bake_action_of_a_follower_bakes_where_it_followed_the_hybrid(addon, display):
+    """Bake Action (visual keying) of an empty that follows one of the character's vertex groups keys
+    where it sat on Blender's hybrid at every frame."""
+    arm, body = rig(display=display)
+    with native_twin(body, 0.6) as twin:
+        follower, measure = vertex_group_constraint(body, arm)
+        reference, _ = vertex_group_constraint(twin, arm)
+        expected = {}
+        for frame in (2, 6, 10):
+            bpy.context.scene.frame_set(frame)
+            expected[frame] = measure(reference)
+        activate(follower)
+        assert bpy.ops.nla.bake(
+            frame_start=1, frame_end=12, only_selected=True, visual_keying=True, clear_constraints=True,
+            bake_types={"OBJECT"},
+        ) == {"FINISHED"}
+        for frame, where in expected.items():
+            bpy.context.scene.frame_set(frame)
+            assert np.abs(np.array(follower.matrix_world.translation) - where).max() < 1e-5, frame
+    assert np.abs(expected[2] - expected[10]).max() > 0.1, "the follower moves (or the test is void)"
