@@ -54,7 +54,7 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
         col = layout.column(align=True)
         if rec.gpu_draws:
             col.label(text="Preview drawn by Hybrid Skin's shaders", icon="INFO")
-            col.label(text="Exports, Convert, ray casts, Viewport Render")
+            col.label(text="OBJ/FBX exports, ray casts, Viewport Render")
             col.label(text="and scripts see the rest pose: use Evaluated")
             return
         notes = {
