@@ -1,19 +1,19 @@
 """What Hybrid Skin set up on an object and what of the user's it changed: one versioned record.
 
-The record is saved as JSON in ``Object.hybrid_skin.saved_state`` so that it survives undo and the files
-Blender writes without the add-on's save handler (autosave, ``quit.blend``). :func:`load` reads every shape
-ever saved (earlier builds wrote an untyped dict, see :func:`_migrate`); :func:`save` writes the current one.
-Modifiers are referred to as ``[persistent_uid, name]`` (``bridge.modifier_ref``): a rename keeps them found.
+The record is saved in ``Object.hybrid_skin.saved_state`` (:mod:`..saved`) so that it survives undo and the
+files Blender writes without the add-on's save handler (autosave, ``quit.blend``); earlier builds wrote an
+untyped dict, lifted by :func:`_migrate`. Modifiers are referred to as ``[persistent_uid, name]``
+(``bridge.modifier_ref``): a rename keeps them found.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 
-__all__ = ["FACTOR_GROUP", "MIX_MODIFIER", "RECORD_VERSION", "DisplayRecord", "load", "save"]
+from ..saved import SavedRecord
 
-RECORD_VERSION = 2
+__all__ = ["FACTOR_GROUP", "MIX_MODIFIER", "DisplayRecord", "load", "save"]
+
 #: The name of the Preserve Volume Armature modifier Hybrid Skin adds (Blender appends ``.001`` when the
 #: user has one of that name).
 MIX_MODIFIER = "HybridSkin DQS"
@@ -22,8 +22,11 @@ FACTOR_GROUP = "HybridSkin Factor"
 
 
 @dataclass
-class DisplayRecord:
+class DisplayRecord(SavedRecord):
     """Hybrid Skin's setup of one mesh object (see the module docstring)."""
+
+    VERSION = 1
+    WHAT = "display setup"
 
     #: The object's name when the setup was made: a copy (Duplicate, Separate) carries the record with
     #: another name, which is how a copy is told from the original.
@@ -49,7 +52,6 @@ class DisplayRecord:
     aside: str = ""
     #: The factor group is due to be written back in Object Mode (the mode it was left from).
     factors_due: str = ""
-    version: int = RECORD_VERSION
 
     @property
     def gpu_draws(self) -> bool:
@@ -59,21 +61,15 @@ class DisplayRecord:
 
 def load(text: str) -> DisplayRecord | None:
     """The record saved as ``text`` (any shape ever saved), or None for "" (nothing set up)."""
-    if not text:
-        return None
-    data = json.loads(text)
-    if data.get("version") == RECORD_VERSION:
-        known = {f.name for f in fields(DisplayRecord)}
-        return DisplayRecord(**{k: v for k, v in data.items() if k in known})
-    return _migrate(data)
+    return DisplayRecord.load(text)
 
 
 def save(record: DisplayRecord | None) -> str:
-    return "" if record is None else json.dumps(asdict(record))
+    return "" if record is None else record.save()
 
 
-def _migrate(data: dict) -> DisplayRecord:
-    """A record of an earlier build (no ``version``), as a :class:`DisplayRecord` that restores exactly.
+def _migrate(data: dict) -> dict:
+    """A record of an earlier build (no ``version``), as the fields of one that restores exactly.
 
     Its keys: ``armature_modifier`` (a name) or ``armature_ref``; ``display_type``; ``object``;
     ``active_group``; GPU display: ``show_viewport`` ({name: value}, later [[uid, name, value]]) or
@@ -84,7 +80,7 @@ def _migrate(data: dict) -> DisplayRecord:
     hidden = shown if isinstance(shown, list) else [[0, name, value] for name, value in shown.items()]
     added = data.get("added_modifier")
     evaluated = "added_modifier" in data
-    return DisplayRecord(
+    return dict(
         object_name=data.get("object", ""),
         armature=data.get("armature_ref") or [0, data.get("armature_modifier", "")],
         display_type=data.get("display_type", "TEXTURED"),
@@ -97,3 +93,6 @@ def _migrate(data: dict) -> DisplayRecord:
         aside=data.get("aside", "") or "",
         factors_due=data.get("factors_due", "") or "",
     )
+
+
+DisplayRecord.MIGRATIONS = {0: _migrate}
