@@ -92,7 +92,8 @@ def test_a_version_0_bake_record_with_ids_and_a_cache_loads(records):
     saved = {"target": "PC2", "bypassed": [[5, "Armature", True, True]], "keys": [], "frames": [1, 2],
              "cache_modifier": [6, "HybridSkin Cache"]}
     loaded = bake_record.BakeRecord.load(json.dumps(saved))
-    assert loaded.bypassed == [[5, "Armature", True, True]] and loaded.cache_modifier == [6, "HybridSkin Cache"]
+    assert loaded.bypassed == [[5, "Armature", True, True]]
+    assert loaded.cache_modifier == [6, "HybridSkin Cache"]
 
 
 def test_a_record_from_a_newer_build_is_one_sentence(records):

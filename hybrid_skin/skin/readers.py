@@ -62,9 +62,20 @@ def _modifier_reads(mod: bpy.types.Modifier, target: bpy.types.Object, holders: 
     for name, value in _pointer_values(mod):
         if (mod.type, name) not in TRANSFORM_ONLY and _points_at(value, target, holders):
             return True
-    if mod.type == "NODES":  # Geometry Nodes inputs are ID properties of the modifier
-        return any(_points_at(mod[key], target, holders) for key in mod.keys() if _is_id(mod[key]))
+    if mod.type == "NODES":
+        return any(_is_id(value) and _points_at(value, target, holders) for value in _node_inputs(mod))
     return False
+
+
+def _node_inputs(mod: bpy.types.Modifier) -> list:
+    """A Geometry Nodes modifier's input values: ``mod.properties.inputs.<socket>.value`` from Blender 5.1,
+    ID properties of the modifier before."""
+    interface = getattr(getattr(mod, "properties", None), "inputs", None)
+    if interface is not None:
+        names = [p.identifier for p in interface.bl_rna.properties]
+        names = [name for name in names if name not in ("rna_type", "name")]
+        return [getattr(getattr(interface, name), "value", None) for name in names]
+    return [mod[key] for key in mod.keys()]
 
 
 def _is_id(value) -> bool:

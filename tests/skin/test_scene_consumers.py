@@ -117,7 +117,12 @@ def geometry_nodes_input(target, arm):
     tree = _geometry_nodes_reader(f"Read {target.name}")
     mod = reader.modifiers.new("Nodes", "NODES")
     mod.node_group = tree
-    mod[tree.interface.items_tree["Body"].identifier] = target
+    identifier = tree.interface.items_tree["Body"].identifier
+    interface = getattr(getattr(mod, "properties", None), "inputs", None)
+    if interface is not None:  # Blender 5.1 and later
+        getattr(interface, identifier).value = target
+    else:
+        mod[identifier] = target
     return reader, world_positions
 
 
