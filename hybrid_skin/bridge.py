@@ -46,6 +46,7 @@ __all__ = [
     "set_pose_channels",
     "set_shape_key_points",
     "set_uv_map",
+    "set_vertex_positions",
     "shape_key_points",
     "surface",
     "triangle_vertices",
@@ -251,6 +252,12 @@ def vertex_positions(mesh: bpy.types.Mesh) -> np.ndarray:
     return _stored(mesh, "position", "vector", mesh.vertices, "co", 3, np.float32)
 
 
+def set_vertex_positions(mesh: bpy.types.Mesh, positions: np.ndarray) -> None:
+    """Write ``(N, 3)`` vertex coordinates (mesh local space)."""
+    mesh.vertices.foreach_set("co", np.ascontiguousarray(positions, dtype=np.float32).ravel())
+    mesh.update()
+
+
 def vertex_normals(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(N, 3)`` float32 vertex normals."""
     return _flat(mesh.vertex_normals, "vector", len(mesh.vertices), 3)
@@ -415,6 +422,14 @@ def weight_modifiers_above(obj: bpy.types.Object, mod: bpy.types.Modifier) -> li
     return [m for m in stack[: stack.index(mod)] if m.show_viewport and _changes_weights(m)]
 
 
+def vertex_count_refusal(obj: bpy.types.Object, mod: bpy.types.Modifier) -> str:
+    """The sentence for modifiers above ``mod`` that change the vertex count it receives."""
+    return (
+        f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
+        "move the Armature modifier above them"
+    )
+
+
 @contextmanager
 def armature_input(
     obj: bpy.types.Object,
@@ -444,10 +459,7 @@ def armature_input(
                 depsgraph.update()
             evaluated = obj.evaluated_get(depsgraph)
             if len(evaluated.data.vertices) != len(mesh.vertices):
-                raise HybridSkinError(
-                    f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
-                    "move the Armature modifier above them"
-                )
+                raise HybridSkinError(vertex_count_refusal(obj, mod))
             yield evaluated
     finally:
         if tail or exclude_keys:

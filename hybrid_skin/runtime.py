@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from .core.analysis import Analysis
     from .draw.shaders import Program
     from .skin.bind import MeshBind
+    from .skin.factors import Written
     from .skin.viewport import ShownSkin
 
-__all__ = ["Runtime", "current", "get", "session", "start", "stop"]
+__all__ = ["Runtime", "current", "get", "hold", "session", "start", "stop"]
 
 
 @dataclass(eq=False)
@@ -59,13 +60,27 @@ class Runtime:
     #: ``Mesh.session_uid`` of meshes a depsgraph update showed in Edit Mode (:mod:`.skin.handlers`): when
     #: one is out of it, its edits are in the mesh and its binds are compared before their next use.
     edit_mode_meshes: set[int] = field(default_factory=set)
-    #: ``Object.session_uid`` → what the Evaluated display's factor group holds (:mod:`.skin.display`):
-    #: ``((mode, number, group), weak reference to the bind or None)``; frame changes rewrite it only
-    #: when that changed (an animated factor, a painted factor group).
-    factors_written: dict[int, tuple] = field(default_factory=dict)
-    #: ``Object.session_uid`` of Evaluated displays whose factor group a timer writes (a painted factor
-    #: group once the stroke is over, parts a handler set up again): :func:`.skin.display.queue_factor_write`.
+    #: ``Object.session_uid`` → what its factor group holds (:class:`.skin.factors.Written`): a write is
+    #: skipped when nothing it depends on changed.
+    factors_written: dict[int, Written] = field(default_factory=dict)
+    #: ``Object.session_uid`` → (factor group name, ``(N,)`` values it was last given): a write changes only
+    #: the vertices whose value moved (Auto at 1M vertices: most of a frame's cost was writing them all).
+    factor_values: dict[int, tuple[str, Any]] = field(default_factory=dict)
+    #: ``Object.session_uid`` of objects whose factor group a timer writes (after a stroke, playback or a
+    #: modal tool): :func:`.skin.factors.queue_write`.
     factors_queued: set[int] = field(default_factory=set)
+    #: Bumped when a depsgraph update reports an armature (a pose changed): Auto factors follow it.
+    pose_generation: int = 0
+    #: ``Object.session_uid`` → why the GPU display failed to skin it (one sentence) and its modifier
+    #: stack then: it steps aside until the stack or the settings change (:mod:`.skin.viewport`).
+    draw_failures: dict[int, tuple[str, tuple]] = field(default_factory=dict)
+    #: A handler of the add-on is running: an evaluation it starts (a rebind) must not re-enter it.
+    in_handler: bool = False
+    #: Between ``save_pre`` and ``save_post``: objects hold the user's own setup for the file.
+    saving: bool = False
+    #: ``Object.session_uid`` of objects a job of the add-on is changing for a while (a bake hides their
+    #: modifiers, the native oracle adds one): the handlers leave their setup alone until it is done.
+    held: set[int] = field(default_factory=set)
     #: ``Object.session_uid`` → its texture bake summary before a save into another folder rebased its paths
     #: (:mod:`.skin.handlers`): put back when the open file stays the old one (Save Copy, a failed save).
     summaries_before_save: dict[int, str] = field(default_factory=dict)
@@ -86,6 +101,18 @@ class Runtime:
 
 
 _current: Runtime | None = None
+
+
+@contextmanager
+def hold(objects) -> Iterator[None]:
+    """Within the block, the handlers leave the setup of ``objects`` alone (see ``Runtime.held``)."""
+    state = get()
+    uids = {o.session_uid for o in objects} - state.held
+    state.held |= uids
+    try:
+        yield
+    finally:
+        state.held -= uids
 
 
 def start() -> Runtime:

@@ -163,7 +163,7 @@ def test_enabling_re_applies_at_once_and_leaves_no_timer_for_a_file_load(
     cyl = make_cylinder("Cylinder")
     skin_to_chain(cyl, make_chain_armature("Rig", [1.0, 1.0]))
     bpy.context.view_layer.objects.active = cyl
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"} and cyl.display_type == "BOUNDS"
+    assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"} and cyl.display_type == "BOUNDS"
     bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
     assert cyl.display_type == "TEXTURED"  # the user's own setting while the add-on is off
     bpy.ops.preferences.addon_enable(module=ADDON_MODULE)

@@ -127,9 +127,12 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     assert drawn["main"].operators() == ["hybrid_skin.add"] and drawn["analyze"] is None
     seen["mesh"] = offered(drawn)
 
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}  # GPU display
+    assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}  # the GPU preview, drawing
     drawn = draw_everything(ui)
     main = drawn["main"]
+    # What the preview does not feed, in the panel (docs/displays.md has the whole table).
+    assert "Preview drawn by Hybrid Skin's shaders" in main.labels()
+    assert "OBJ/FBX exports, ray casts, Viewport Render" in main.labels()
     assert main.operators()[:3] == [
         "hybrid_skin.remove",
         "hybrid_skin.rebind",
@@ -144,6 +147,7 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
 
     settings = obj.hybrid_skin
     settings.display = "EVALUATED"
+    assert not any("Preview" in label for label in draw_everything(ui)["main"].labels())
     settings.factor_vertex_group = obj.vertex_groups[0].name
     settings.factor_mode = "VERTEX_GROUP"
     drawn = draw_everything(ui)

@@ -29,17 +29,17 @@ shows) and keyed or scaled in that animation time (:func:`animation_time`), so t
 
 from __future__ import annotations
 
-import json
 import os
 
 import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
-from .. import bridge, factor
+from .. import bridge, factor, runtime
 from ..core import pointcache
 from ..errors import HybridSkinError
 from ..skin import bind, display
+from .record import BakeRecord
 
 KEY_PREFIX = "HS Bake "
 CACHE_MODIFIER = "HybridSkin Cache"
@@ -186,7 +186,7 @@ class Baker:
         factor.resolve(obj)  # a missing factor group is refused before anything changes
         self.index = 0
         self.results: list[np.ndarray] = []
-        self.record: dict = {}
+        self.record = BakeRecord(target=target, frames=list(frames))
         self.frame_before = (context.scene.frame_current, context.scene.frame_subframe)
 
     @property
@@ -210,6 +210,8 @@ class Baker:
 
     def start(self) -> None:
         obj = self.obj
+        # Until finish or cancel the object is neither set up nor baked: the handlers leave it alone.
+        runtime.get().held.add(obj.session_uid)
         # Our own keys cleared and modifiers hidden: not edits of what the bind read (edits made before,
         # e.g. weights by a script, are evaluated first and mark the bind).
         with bind.own_edits([obj]):
@@ -222,17 +224,18 @@ class Baker:
             self.tail_flags = [(m, m.show_viewport, m.show_render) for m in tail]
             for m in tail:
                 m.show_viewport = False
-        self.record = {
-            "target": self.target,
-            "bypassed": [[*bridge.modifier_ref(self.mod), self.tail_flags[0][1], self.mod.show_render]],
-            "keys": [],
-            "frames": self.frames,
-        }
+        self.record = BakeRecord(
+            target=self.target,
+            frames=list(self.frames),
+            bypassed=[[*bridge.modifier_ref(self.mod), self.tail_flags[0][1], self.mod.show_render]],
+        )
 
     def step(self) -> bool:
-        """Bake one frame; True when all frames are done."""
+        """Bake one frame; True when all frames are done. Current Frame keeps the scene's sub-frame (what
+        the scene shows at frame 6.5 is baked, not frame 6)."""
         frame = self.frames[self.index]
-        self.context.scene.frame_set(frame)
+        subframe = self.frame_before[1] if self.target == "CURRENT" else 0.0
+        self.context.scene.frame_set(frame, subframe=subframe)
         depsgraph = self.context.evaluated_depsgraph_get()
         bound = bind.cached_bind(self.obj, depsgraph)
         wanted = factor.resolve(self.obj, bound)
@@ -249,14 +252,21 @@ class Baker:
             m.show_viewport, m.show_render = viewport, render
 
     def cancel(self) -> None:
-        with bind.own_edits([self.obj]):
-            self._restore_tail()
-            self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
-            display.apply(self.obj)
+        try:
+            with bind.own_edits([self.obj]):
+                self._restore_tail()
+                self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
+                display.apply(self.obj)
+        finally:
+            runtime.get().held.discard(self.obj.session_uid)
 
     def finish(self) -> None:
-        with bind.own_edits([self.obj]):  # baked keys are left out of the rest input: the bind stays valid
-            self._finish()
+        try:
+            # Baked keys are left out of the rest input: the bind stays valid.
+            with bind.own_edits([self.obj]):
+                self._finish()
+        finally:
+            runtime.get().held.discard(self.obj.session_uid)
 
     def _finish(self) -> None:
         obj = self.obj
@@ -267,13 +277,13 @@ class Baker:
             else:
                 self._write_shape_keys()
         except BaseException:  # nothing half-done: take back what was written, then report
-            obj.hybrid_skin.bake_state = json.dumps(self.record)
+            obj.hybrid_skin.bake_state = self.record.save()
             clear(obj)
             self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
             raise
         self.mod.show_viewport = False
         self.mod.show_render = False
-        obj.hybrid_skin.bake_state = json.dumps(self.record)
+        obj.hybrid_skin.bake_state = self.record.save()
         self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
 
     def _write_cache(self) -> None:
@@ -290,7 +300,7 @@ class Baker:
                 f"Cannot write '{self.filepath}' ({err.strerror or err}): choose a writable file"
             ) from err
         cache = self.obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
-        self.record["cache_modifier"] = bridge.modifier_ref(cache)
+        self.record.cache_modifier = bridge.modifier_ref(cache)
         cache.cache_format = self.target
         cache.filepath = self.cache_path
         # The Mesh Cache reads sample (animation frame · frame_scale − frame_start), the animation frame
@@ -307,8 +317,8 @@ class Baker:
         obj = self.obj
         active = obj.active_shape_key_index
         record = self.record
-        record["active_key"] = active
-        record["created_basis"] = obj.data.shape_keys is None
+        record.active_key = active
+        record.created_basis = obj.data.shape_keys is None
         if obj.data.shape_keys is None:
             obj.shape_key_add(name="Basis", from_mix=False)
         key = obj.data.shape_keys
@@ -317,16 +327,16 @@ class Baker:
         for frame, delta in zip(self.frames, self.results):
             name = key_name(frame) if self.target == "SHAPE_KEYS" else f"{KEY_PREFIX}Frame {frame}"
             kb = obj.shape_key_add(name=name, from_mix=False)
-            record["keys"].append(kb.name)  # recorded at once: a failure later clears exactly these
+            record.keys.append(kb.name)  # recorded at once: a failure later clears exactly these
             bridge.set_shape_key_points(kb, base + delta.astype(np.float32))
             kb.relative_key = basis
             kb.value = 1.0 if self.target == "CURRENT" else 0.0
         if self.target == "SHAPE_KEYS":
             anim = key.animation_data
-            record["created_animation_data"] = anim is None
-            record["created_action"] = anim is None or anim.action is None
-            record["last_slot"] = getattr(anim, "last_slot_identifier", "") if anim is not None else ""
-            self._key_values(key, record["keys"])
+            record.created_animation_data = anim is None
+            record.created_action = anim is None or anim.action is None
+            record.last_slot = getattr(anim, "last_slot_identifier", "") if anim is not None else ""
+            self._key_values(key, record.keys)
         obj.active_shape_key_index = active
 
     def _key_values(self, key: bpy.types.Key, names: list[str]) -> None:
@@ -347,7 +357,7 @@ class Baker:
                 kb.value = value
                 kb.keyframe_insert("value", frame=frame)
             if i == 0:
-                self.record["action"] = key.animation_data.action.name
+                self.record.action = key.animation_data.action.name
             fcurve = _fcurves(key).find(_data_path(name))
             for point in fcurve.keyframe_points:
                 point.interpolation = "LINEAR"
@@ -355,40 +365,37 @@ class Baker:
 
 def clear(obj: bpy.types.Object) -> None:
     """Remove exactly what a bake added (see the module docstring) and restore the modifier flags."""
-    record = json.loads(obj.hybrid_skin.bake_state or "{}")
-    if not record:
+    record = BakeRecord.load(obj.hybrid_skin.bake_state)
+    if record is None:
         return
     with bind.own_edits([obj]):  # the bake's own keys, cache and flags: never what a bind read
         _clear(obj, record)
 
 
-def _clear(obj: bpy.types.Object, record: dict) -> None:
-    cache_ref = record.get("cache_modifier")
+def _clear(obj: bpy.types.Object, record: BakeRecord) -> None:
+    cache_ref = record.cache_modifier
     cache = bridge.find_modifier(obj, cache_ref if isinstance(cache_ref, list) else [0, cache_ref or ""])
     if cache is not None and cache.type == "MESH_CACHE":
         obj.modifiers.remove(cache)
     key = obj.data.shape_keys
-    if key is not None and record.get("keys"):
+    if key is not None and record.keys:
         _clear_animation(key, record)
         blocks = key.key_blocks
         active = obj.active_shape_key
         active_name = active.name if active is not None else None
-        for name in record["keys"]:
+        for name in record.keys:
             kb = blocks.get(name)
             if kb is not None:
                 obj.shape_key_remove(kb)
-        if record.get("created_basis") and len(key.key_blocks) == 1:
+        if record.created_basis and len(key.key_blocks) == 1:
             obj.shape_key_clear()
         elif obj.data.shape_keys is not None:  # the user's active key stays active
             names = obj.data.shape_keys.key_blocks.keys()
             if active_name in names:
                 obj.active_shape_key_index = names.index(active_name)
-            elif 0 <= record.get("active_key", -1) < len(names):
-                obj.active_shape_key_index = record["active_key"]
-    for entry in record.get("bypassed", []):
-        if isinstance(entry, str):  # records of earlier versions: {name: [viewport, render]}
-            entry = [0, entry, *record["bypassed"][entry]]
-        uid, name, viewport, render = entry
+            elif 0 <= record.active_key < len(names):
+                obj.active_shape_key_index = record.active_key
+    for uid, name, viewport, render in record.bypassed:
         mod = bridge.find_modifier(obj, [uid, name])
         if mod is not None:
             mod.show_viewport, mod.show_render = viewport, render
@@ -396,30 +403,30 @@ def _clear(obj: bpy.types.Object, record: dict) -> None:
     display.apply(obj)
 
 
-def _clear_animation(key: bpy.types.Key, record: dict) -> None:
+def _clear_animation(key: bpy.types.Key, record: BakeRecord) -> None:
     """Remove the bake's F-Curves; then the action and animation data only if the bake created them
     and nothing of the user's is in them (keyframes added later, drivers, NLA tracks)."""
-    ours = {_data_path(name) for name in record["keys"]}
+    ours = {_data_path(name) for name in record.keys}
     anim = key.animation_data
-    action = bpy.data.actions.get(record["action"]) if record.get("action") else None
+    action = bpy.data.actions.get(record.action) if record.action else None
     if action is None and anim is not None:
-        action = anim.action  # records of earlier versions
+        action = anim.action  # records of version 0
     if action is None:
         return
     for curves in _action_fcurves(action):
         for fcurve in [fc for fc in curves if fc.data_path in ours]:
             curves.remove(fcurve)
-    if not record.get("created_action", False) or not _action_is_empty(action):
+    if not record.created_action or not _action_is_empty(action):
         return
     if anim is not None and anim.action == action:
         anim.action = None
     if anim is not None and anim.action is None and hasattr(anim, "last_slot_identifier"):
-        anim.last_slot_identifier = record.get("last_slot", "")  # Blender's memory of the bake's slot
+        anim.last_slot_identifier = record.last_slot  # Blender's memory of the bake's slot
     if action.users == 0:
         bpy.data.actions.remove(action)
     anim = key.animation_data
     if (
-        record.get("created_animation_data", False)
+        record.created_animation_data
         and anim is not None
         and anim.action is None
         and not len(anim.drivers)

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .dualquat import quaternion_from_matrix, quaternion_to_matrix
+from .small_linalg import inverse3
 
 __all__ = [
     "ANGLE_EPSILON",
@@ -89,7 +90,7 @@ def relative_rotations(deform: np.ndarray, parents: np.ndarray) -> np.ndarray:
         parent_d = np.where(
             singular[:, None, None], quaternion_to_matrix(quaternion_from_matrix(parent_d)), parent_d
         )
-    return quaternion_from_matrix(np.linalg.solve(parent_d, d))
+    return quaternion_from_matrix(inverse3(parent_d) @ d)
 
 
 def swing_twist(q: np.ndarray, axis: np.ndarray) -> BoneTwistSwing:

@@ -33,6 +33,7 @@ import numpy as np
 
 from . import skin_kernel, skin_plan
 from .dualquat import bone_dual_quaternions
+from .small_linalg import inverse_affine
 
 __all__ = [
     "BonePalette",
@@ -276,7 +277,7 @@ def _skin(positions, binding, palette, deform_factor, normals, target_to_armatur
     if target_to_armature is not None:
         t2a = np.asarray(target_to_armature, dtype=np.float64)
         if not np.array_equal(t2a, np.eye(4)):
-            inv = np.linalg.inv(t2a)
+            inv = inverse_affine(t2a)
             pre, post = t2a[:3].astype(np.float32), inv[:3].astype(np.float32)
             no_shift = np.zeros((3, 1))
             cof_pre = np.hstack([_cofactor(t2a[:3, :3]), no_shift]).astype(np.float32)

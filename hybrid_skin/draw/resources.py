@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.gpu_layout import pack_bone_texture, pack_influences
 from ..core.skinning import BonePalette, SkinBinding
+from ..core.small_linalg import inverse_affine
 from ..factor import DeformFactor
 from . import shaders
 from .buffers import float_texture, vertex_buffer
@@ -201,7 +202,7 @@ class GpuSkin:
         self.bone_count = palette.bone_count
         self._use_pivot = palette.pivot is not None
         self._target_to_armature = np.asarray(target_to_armature, dtype=np.float64).reshape(4, 4)
-        self._armature_to_target = np.linalg.inv(self._target_to_armature)
+        self._armature_to_target = inverse_affine(self._target_to_armature)
 
     def _params(
         self, armature_to_output: np.ndarray, deform_factor: float | None, **extra

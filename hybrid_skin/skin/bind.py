@@ -23,6 +23,7 @@ viewport's compares them.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ from .. import bridge, runtime
 from ..core import autofactor
 from ..core import binding as core_binding
 from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin, skin_with_ends
+from ..core.small_linalg import inverse_affine
 from ..errors import HybridSkinError
 from . import weights as weights_mod
 
@@ -57,10 +59,12 @@ __all__ = [
 #: Largest change of an entry of the mesh-to-armature matrix that still counts as "not moved".
 TRANSFORM_TOLERANCE = 1e-9
 
+_serials = itertools.count(1)
+
 
 def target_to_armature(obj_eval: bpy.types.Object, arm_eval: bpy.types.Object) -> np.ndarray:
     """Mesh-local → armature space ``(4, 4)`` (Blender's ``premat``) of the evaluated objects."""
-    return np.linalg.inv(np.linalg.inv(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
+    return inverse_affine(inverse_affine(bridge.object_matrix(obj_eval)) @ bridge.object_matrix(arm_eval))
 
 
 @dataclass
@@ -91,6 +95,9 @@ class MeshBind:
     #: A modifier above the Armature modifier may change the weights at any frame: every
     #: :func:`cached_bind` with ``check_rest`` compares them (see the module docstring).
     live_weights: bool = False
+    #: A number no other bind of this session has: what a cache of something derived from this bind
+    #: (the factor group's values) compares, since ``id()`` may be reused once a bind is dropped.
+    serial: int = field(default_factory=lambda: next(_serials))
     binding: SkinBinding = field(init=False)
     bound_target_to_armature: np.ndarray = field(init=False)
 
@@ -263,6 +270,17 @@ class PosedBind:
         return skin_with_ends(
             b.rest_positions, b.binding, self.palette, factors, b.rest_normals, self.target_to_armature
         )
+
+
+def posed_by(
+    bound: MeshBind, obj: bpy.types.Object, arm: bpy.types.Object, depsgraph: bpy.types.Depsgraph
+) -> PosedBind:
+    """``bound`` at ``arm``'s pose now, for a mesh whose Armature modifier is gone (Convert) but whose bind
+    is still cached: :meth:`MeshBind.posed` without the modifier, the rest input as it was bound."""
+    arm_eval = arm.evaluated_get(depsgraph)
+    placement = target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
+    deform = bound.deform_matrices(arm_eval)
+    return PosedBind(bound, placement, deform, bone_palette(deform, bound.virtual_rest))
 
 
 def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:

@@ -1,94 +1,170 @@
-"""What Hybrid Skin changes on a user's object, and how it puts everything back exactly.
+"""What Hybrid Skin sets up on a user's object, keeps right as the scene changes, and puts back exactly.
 
-* GPU display: the Armature modifier (and every modifier after it, which would otherwise deform the
-  undeformed mesh) is hidden in the viewport, and the object is shown as bounds, so Blender does not
-  draw the mesh under the add-on's own drawing. Renders (``show_render``) are untouched. Outside Object
-  Mode (Edit, Weight Paint, Sculpt, Vertex/Texture Paint) it steps aside: nothing is hidden, Blender draws
-  the mesh with the user's own setup (weight colours, the edit cage, sculpt brushes need its drawing), and
-  the handlers set it up again when the object is back in Object Mode (:func:`follow_mode`).
-* Evaluated display: Blender's own stack computes the hybrid exactly — the user's Armature modifier as
-  LBS, followed by a Preserve Volume Armature modifier with Multi Modifier whose vertex group holds
-  the per-vertex factor (Blender mixes ``(1-f)·LBS + f·DQS``). Renders and exporters see it. The
-  user's active vertex group stays active (Weight Paint paints the group the user picked, never the
-  factor group).
+Both displays set up Blender's exact hybrid: the user's Armature modifier as LBS, followed by a Preserve
+Volume Armature modifier with Multi Modifier (:data:`MIX_MODIFIER`) whose vertex group (:data:`FACTOR_GROUP`)
+holds every vertex's deform factor; Blender mixes ``(1-f)·LBS + f·DQS`` in C++. So renders, exporters,
+other objects (clothing, Boolean cutters, Geometry Nodes), instances, Convert, ray casts and scripts read the
+hybrid from Blender's own evaluation, as they read Blender's LBS without the add-on.
 
-The original values are stored as JSON in ``Object.hybrid_skin.saved_state`` (so they survive save,
-reload and undo) and restored by :func:`restore`.
+* *Evaluated* (the default): that is all; Blender draws the mesh.
+* *GPU* (a fast preview): while nothing else needs the mesh, the two Armature modifiers are hidden in the
+  viewport (renders untouched) and the object is shown as bounds; the add-on's shaders draw the hybrid from
+  O(bones) per frame (:mod:`.viewport`). It steps aside — Blender's exact stack draws — whenever something
+  needs Blender's evaluation or its drawing (:func:`aside_reason`): a mode other than Object Mode (weight
+  colours, the edit cage, brushes), the Armature modifier hidden by the user, a modifier after it (Blender
+  draws the whole stack), weights a modifier above it changes, something that reads the mesh
+  (:mod:`.readers`), or a bind that fails. What it cannot see coming (an exporter or Convert evaluating the
+  viewport, a ray cast, a script reading the evaluated mesh) gets the rest pose while it draws: the panel
+  and README say so.
+
+What was changed is recorded in ``Object.hybrid_skin.saved_state`` (:mod:`.record`); :func:`restore` puts
+everything back. :func:`sync` is called by the handlers for every change Blender reports and keeps the
+setup whole: parts deleted by the user are set up again, an Armature modifier applied or removed takes
+Hybrid Skin off, parts copied onto other objects are taken off them (:func:`clean_escaped`). Each change
+the user did not ask for is said once (``runtime.report_once``). The factor group's values are written by
+:mod:`.factors`.
 """
 
 from __future__ import annotations
 
-import json
-import weakref
+import re
 
 import bpy
-import numpy as np
 
 from .. import bridge, factor, runtime
-from ..bridge import DQS_MODIFIER
+from ..core.skinning import skin
 from ..errors import HybridSkinError
-from . import bind, native
+from . import bind, factors, native, readers, record
+from .record import FACTOR_GROUP, MIX_MODIFIER, DisplayRecord
 
 __all__ = [
-    "DQS_MODIFIER",
     "FACTOR_GROUP",
     "HIDDEN",
+    "MIX_MODIFIER",
+    "aside_reason",
     "apply",
-    "follow_mode",
-    "gpu_applied",
-    "gpu_aside",
+    "clean_escaped",
+    "gpu_draws",
     "gpu_refusal",
     "is_applied",
-    "queue_factor_write",
-    "refresh_factor_group",
+    "load",
     "restore",
     "settings_changed",
-    "write_factor_group",
-    "write_queued_factors",
+    "store",
+    "sync",
 ]
 
-FACTOR_GROUP = "HybridSkin Factor"
+#: Why the GPU display steps aside besides a mode: the user hid the Armature modifier in the viewport.
+HIDDEN = "HIDDEN"
+#: ... a modifier after the Armature modifier (Blender draws the whole stack).
+TAIL = "TAIL"
+#: ... something reads the mesh (:mod:`.readers`).
+READ = "READ"
+#: ... the GPU display cannot show this object (:func:`gpu_refusal`) or failed to skin it.
+REFUSED = "REFUSED"
+
+_FACTOR_GROUP_NAME = re.compile(re.escape(FACTOR_GROUP) + r"(\.\d+)?")
+
+
+def load(obj: bpy.types.Object) -> DisplayRecord | None:
+    return record.load(obj.hybrid_skin.saved_state)
+
+
+def store(obj: bpy.types.Object, rec: DisplayRecord | None) -> None:
+    text = record.save(rec)
+    if obj.hybrid_skin.saved_state != text:
+        obj.hybrid_skin.saved_state = text
 
 
 def is_applied(obj: bpy.types.Object) -> bool:
     return bool(obj.hybrid_skin.saved_state)
 
 
-def gpu_applied(obj: bpy.types.Object) -> bool:
-    """Whether the GPU display's setup is in place: Blender's own drawing of the mesh is hidden, so the
-    add-on may draw it (else the mesh would be drawn twice)."""
-    state = obj.hybrid_skin.saved_state
-    return bool(state) and "show_viewport" in json.loads(state)
+def gpu_draws(obj: bpy.types.Object) -> bool:
+    """Whether the GPU display draws ``obj`` now: Blender's deformation and drawing of it are hidden."""
+    rec = load(obj)
+    return rec is not None and rec.gpu_draws
 
 
+def is_local(obj: bpy.types.Object) -> bool:
+    return obj.library is None and obj.override_library is None and obj.data.library is None
+
+
+# ----------------------------------------------------------------------------------- GPU refusals
 def gpu_refusal(obj: bpy.types.Object) -> str | None:
-    """Why the GPU display cannot show ``obj``, as one sentence (Blender's own stack shows it then), or
-    None. The GPU display skins one Armature modifier and hides Blender's drawing of the mesh: a linked
-    object's modifiers cannot be hidden, a second Armature modifier would be left out, and weights that a
-    modifier above changes (at any frame: a keyframed setting, a Proximity target that moves) would have
-    to be read back from Blender's evaluation at every frame, which costs more than Blender's own stack."""
-    if obj.library is not None or obj.override_library is not None:
+    """Why the GPU display can never draw ``obj``, as one sentence, or None. It skins one Armature modifier
+    from the weights on the mesh: a second Armature modifier would be left out, and weights a modifier
+    above changes (at any frame) would have to be read back from Blender at every frame."""
+    if not is_local(obj):
         return (
-            f"'{obj.name}' is linked from a library, whose modifiers Hybrid Skin cannot hide: Blender shows "
-            "its own deformation (make it local to see the hybrid)"
+            f"'{obj.name}' is linked from a library: Blender shows its library's own deformation "
+            "(make it local to use Hybrid Skin on it)"
         )
     armatures = [m for m in obj.modifiers if m.type == "ARMATURE" and not bridge.is_mix_modifier(m)]
     if len(armatures) > 1:
         return (
             f"'{obj.name}' has {len(armatures)} Armature modifiers and the GPU display skins only one: "
-            "it uses the Evaluated display (Blender's own stack) instead"
+            "Blender's own stack draws it (the Evaluated display)"
         )
     mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
     weighting = bridge.weight_modifiers_above(obj, mod) if mod is not None else []
     if weighting:
         return (
             f"Modifier '{weighting[0].name}' above the Armature modifier of '{obj.name}' can change its "
-            "vertex-group weights at any frame, which the GPU display cannot follow: it uses the Evaluated "
-            "display (Blender's own stack) instead"
+            "weights at any frame, which the GPU display cannot follow: Blender's own stack draws it"
         )
     return None
 
 
+def aside_reason(
+    obj: bpy.types.Object,
+    mod: bpy.types.Modifier,
+    mix: bpy.types.Modifier | None,
+    reader: str | None,
+    depsgraph: bpy.types.Depsgraph | None = None,
+) -> tuple[str, str] | None:
+    """Why the GPU display lets Blender's exact stack draw ``obj`` now, as ``(code, sentence)``, or None
+    when it may draw it. ``reader``: what reads the mesh (:func:`.readers.mesh_readers`), if anything.
+    ``depsgraph``: the evaluation just made (a handler's), where the mesh the GPU display would skin is
+    Blender's evaluation with the skinning hidden: another vertex count than the mesh's means a modifier
+    above changes it, which the bind refuses with the same sentence."""
+    if obj.mode != "OBJECT":
+        return obj.mode, f"'{obj.name}' is in {obj.mode.replace('_', ' ').title()} Mode: Blender draws it"
+    stack = list(obj.modifiers)
+    after = stack[stack.index(mix if mix is not None else mod) + 1 :]
+    tail = [m for m in after if m.show_viewport]
+    failure = runtime.get().draw_failures.get(obj.session_uid)
+    refusal = gpu_refusal(obj) or (failure[0] if failure else None)
+    if refusal is None and depsgraph is not None and not tail:
+        # With nothing after the skinning, Blender's evaluation has the vertex count the skinning gets.
+        if len(obj.evaluated_get(depsgraph).data.vertices) != len(obj.data.vertices):
+            refusal = bridge.vertex_count_refusal(obj, mod)
+    if refusal is not None:
+        return REFUSED, refusal
+    if not _user_shown(obj, mod):
+        return HIDDEN, (
+            f"The Armature modifier of '{obj.name}' is hidden in the viewport: Blender shows the rest shape"
+        )
+    if tail:
+        return TAIL, (
+            f"Modifier '{tail[0].name}' comes after the Armature modifier of '{obj.name}': Blender draws the "
+            "whole stack (the GPU display draws the skinning alone)"
+        )
+    if reader is not None:
+        return READ, f"{reader}: Blender draws '{obj.name}' so that it sees the pose"
+    return None
+
+
+def _user_shown(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
+    """The user's own Show in Viewport of ``mod`` (the record holds it while the GPU display hides it)."""
+    rec = load(obj)
+    for uid, name, value in rec.hidden if rec is not None else ():
+        if bridge.find_modifier(obj, [uid, name]) == mod:
+            return bool(value)
+    return mod.show_viewport
+
+
+# ----------------------------------------------------------------------------------------- restore
 def restore(obj: bpy.types.Object) -> None:
     """Undo every change :func:`apply` made; the stack and settings come back exactly."""
     if obj.hybrid_skin.saved_state:
@@ -97,358 +173,367 @@ def restore(obj: bpy.types.Object) -> None:
 
 
 def _restore(obj: bpy.types.Object) -> None:
-    settings = obj.hybrid_skin
-    if not settings.saved_state:
+    rec = load(obj)
+    if rec is None:
         return
-    saved = json.loads(settings.saved_state)
-    # Modifiers are found by their persistent id, so a modifier the user renamed is still restored.
-    extra = _saved_modifier(obj, saved.get("added_modifier"), DQS_MODIFIER)
-    if extra is not None and saved.get("added_modifier"):
+    runtime.get().factors_written.pop(obj.session_uid, None)
+    runtime.get().factor_values.pop(obj.session_uid, None)
+    _show(obj, rec)
+    extra = bridge.find_modifier(obj, rec.mix) if rec.mix else None
+    if extra is not None and extra.type == "ARMATURE":
         obj.modifiers.remove(extra)
-    group = _factor_group(obj, saved)
-    if group is not None and saved.get("added_group"):
+    group = obj.vertex_groups.get(rec.factor_group) if rec.factor_group else None
+    if group is not None and rec.owns_group and not _group_claimed_elsewhere(obj, rec.factor_group):
         active = obj.vertex_groups.active
         picked = None if active is None or active == group else active.name
         obj.vertex_groups.remove(group)
         if picked is not None:  # the user's choice, made while the display was on
             obj.vertex_groups.active_index = obj.vertex_groups[picked].index
-        elif len(obj.vertex_groups) > saved["active_group"] >= 0:  # records that made the group active
-            obj.vertex_groups.active_index = saved["active_group"]
-    shown = saved.get("show_viewport", {})
-    entries = shown if isinstance(shown, list) else [[0, name, v] for name, v in shown.items()]
-    for uid, name, visible in entries:
-        mod = bridge.find_modifier(obj, [uid, name])
-        if mod is not None:
-            mod.show_viewport = visible
-    ref = saved.get("armature_ref") or [0, saved.get("armature_modifier", "")]
-    mod = bridge.find_modifier(obj, ref)
-    if mod is not None and "preserve_volume" in saved:
-        mod.use_deform_preserve_volume = saved["preserve_volume"]
-    obj.display_type = saved["display_type"]
-    settings.saved_state = ""
+        elif len(obj.vertex_groups) > rec.active_group >= 0:
+            obj.vertex_groups.active_index = rec.active_group
+    mod = bridge.find_modifier(obj, rec.armature)
+    if mod is not None and rec.preserve_volume is not None:
+        mod.use_deform_preserve_volume = rec.preserve_volume
+    obj.hybrid_skin.saved_state = ""
 
 
-def _factor_group(obj: bpy.types.Object, saved: dict | None = None) -> bpy.types.VertexGroup | None:
-    """The Evaluated display's factor group, by the name its record holds (records of earlier versions:
-    :data:`FACTOR_GROUP`); None without the display."""
-    if saved is None:
-        state = obj.hybrid_skin.saved_state
-        saved = json.loads(state) if state else {}
-    if "added_modifier" not in saved:
-        return None
-    return obj.vertex_groups.get(saved.get("factor_group", FACTOR_GROUP))
+def _group_claimed_elsewhere(obj: bpy.types.Object, name: str) -> bool:
+    """Another object that shares ``obj``'s mesh mixes by the group ``name`` (vertex groups live on the
+    mesh): Remove on one of them must leave it to the other."""
+    for other in bpy.data.objects:
+        if other is obj or other.data != obj.data:
+            continue
+        rec = load(other)
+        if rec is not None and rec.factor_group == name:
+            return True
+    return False
 
 
-def _saved_modifier(obj: bpy.types.Object, ref, name: str) -> bpy.types.Modifier | None:
-    """The modifier :func:`apply` added (``ref``: its id and name, or True in records of earlier versions)."""
-    return bridge.find_modifier(obj, ref if isinstance(ref, list) else [0, name])
+def _hide(obj: bpy.types.Object, rec: DisplayRecord, mod, mix) -> None:
+    """The GPU display draws: Blender's deformation and drawing of the mesh are hidden in the viewport."""
+    rec.hidden = [[*bridge.modifier_ref(m), m.show_viewport] for m in (mod, mix)]
+    mod.show_viewport = mix.show_viewport = False
+    obj.display_type = "BOUNDS"
+    rec.aside = ""
 
 
+def _show(obj: bpy.types.Object, rec: DisplayRecord) -> None:
+    """Blender draws again: what the GPU display hid comes back as the user had it."""
+    for uid, name, value in rec.hidden:
+        m = bridge.find_modifier(obj, [uid, name])
+        if m is not None:
+            m.show_viewport = value
+    if rec.hidden:
+        obj.display_type = rec.display_type
+    rec.hidden = []
+
+
+# ------------------------------------------------------------------------------------------- apply
 def apply(obj: bpy.types.Object) -> None:
-    """Make the object's own display match its settings (restoring first, so this is idempotent).
+    """Set the object up as its settings ask, from the user's own state (restoring first: idempotent).
 
     Linked objects and library overrides are left exactly as their library has them: their data is not
-    the user's to change (Add refuses them too), so the viewport does not draw them either."""
-    if obj.library is not None or obj.override_library is not None:
-        return  # linked data and library overrides keep their library's setup (see handlers)
-    # Modifiers hidden, added or set: not an edit of what a bind read. The Evaluated display's factors are
-    # written outside (a bind may read that group: then the write is an edit like any other).
+    the user's to change (Add refuses them too)."""
+    if not is_local(obj):
+        return
+    # Modifiers hidden, added or set: not an edit of what a bind read. The factors are written after (a
+    # bind may read the factor group: then the write is an edit like any other).
     with bind.own_edits([obj]):
-        evaluated = _apply(obj)
-    if evaluated:
-        refresh_factor_group(obj)
+        set_up = _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid))
+    if set_up:
+        factors.refresh(obj)
 
 
-def _apply(obj: bpy.types.Object) -> bool:
-    """:func:`apply` but the factors and the evaluations; True when it set up the Evaluated display (whose
-    factors are due)."""
+def _apply(obj: bpy.types.Object, reader: str | None) -> bool:
+    """:func:`apply` but the factors and the evaluations; True when the parts were set up."""
     _restore(obj)
     settings = obj.hybrid_skin
     mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
     if not settings.enabled or mod is None or settings.bake_state:
         return False  # a bake shows the result through its own shape keys or cache
-    saved: dict = {
-        "armature_modifier": mod.name,
-        "armature_ref": bridge.modifier_ref(mod),
-        "display_type": obj.display_type,
-        "object": obj.name,  # a copy of the object (Alt+D, Shift+D) has another name: see separate_copy
-        "active_group": obj.vertex_groups.active_index,
-    }
-    stack = list(obj.modifiers)
-    gpu = settings.display == "GPU" and gpu_refusal(obj) is None
-    if not gpu and settings.display == "GPU":
-        runtime.get().report_once(obj, HybridSkinError(gpu_refusal(obj)))
-    aside = _aside_reason(obj, mod)
-    if gpu and aside is not None:
-        saved["aside"] = aside  # Blender draws it, with the user's setup (see follow_mode)
-    elif gpu:
-        tail = stack[stack.index(mod) :]
-        saved["show_viewport"] = [[*bridge.modifier_ref(m), m.show_viewport] for m in tail]
-        for m in tail:
-            m.show_viewport = False
-        obj.display_type = "BOUNDS"
-    else:
-        saved["preserve_volume"] = mod.use_deform_preserve_volume
-        mod.use_deform_preserve_volume = False
-        # Always new ones (restore has removed the display's own): a group or modifier of the same name is
-        # the user's, never written over or removed; Blender gives ours a free name, kept in the record.
-        group = obj.vertex_groups.new(name=FACTOR_GROUP)  # appended (indices kept) and made active
-        if saved["active_group"] >= 0:
-            obj.vertex_groups.active_index = saved["active_group"]
-        saved["added_group"], saved["factor_group"] = True, group.name
-        extra = native.add_mix_modifier(obj, mod, DQS_MODIFIER, group.name)
-        saved["added_modifier"] = bridge.modifier_ref(extra)
-        extra.show_viewport = mod.show_viewport
-        extra.show_render = mod.show_render
-    settings.saved_state = json.dumps(saved)
-    return not gpu
-
-
-def follow_mode(obj: bpy.types.Object) -> None:
-    """Keep the display right across mode switches (called by the depsgraph handler, which every mode
-    switch runs).
-
-    GPU: it steps aside when ``obj`` leaves Object Mode and is set up again when it is back. Painting
-    weights, sculpting and editing need Blender's own drawing of the mesh: the GPU display hides it and
-    draws the posed mesh without weight colours or an edit cage. Only settings change here, nothing is
-    evaluated: Blender evaluates the change after its handlers, without calling them again.
-
-    Evaluated: back in Object Mode the factor group is written again: in full after Edit Mode (Blender
-    refuses vertex-group writes there, and the edit may add or remove vertices), after other modes only
-    if it changed (a factor group painted in Weight Paint). A vertex-group or Auto factor reads the bind,
-    which may evaluate the scene (a rebind of a mesh with shape keys); ``factors_due`` is cleared before,
-    so the nested update does not write again."""
-    state = obj.hybrid_skin.saved_state
-    if not state or obj.library is not None or obj.override_library is not None:
-        return
-    if separate_copy(obj):
-        state = obj.hybrid_skin.saved_state
-    saved = json.loads(state)
-    if "added_modifier" in saved:
-        if obj.mode == "OBJECT" and _parts_removed(obj, saved):
-            runtime.get().report_once(
-                obj,
-                HybridSkinError(
-                    f"'{obj.name}': the Evaluated display's modifier or factor group was removed, so it is "
-                    "set up again (Remove Hybrid Skin, or pick the GPU display, to take it off)"
-                ),
-            )
-            if _apply(obj):
-                runtime.get().factors_written.pop(obj.session_uid, None)
-                queue_factor_write(obj)
-            return
-        if obj.mode != "OBJECT":
-            _factors_due(obj, saved, obj.mode)
-        elif saved.get("factors_due"):
-            edited = saved.pop("factors_due") == "EDIT"  # the edit may have added vertices: write them all
-            obj.hybrid_skin.saved_state = json.dumps(saved)
-            refresh_factor_group(obj, only_if_changed=not edited)
-        return
-    if "aside" in saved:  # nothing of the user's is hidden now: the followed modifier's eye is theirs
-        mod = bridge.find_modifier(obj, saved.get("armature_ref") or [0, saved.get("armature_modifier", "")])
-        if mod is None or _aside_reason(obj, mod) != saved["aside"]:
-            _apply(obj)
-    elif "show_viewport" in saved and obj.mode != "OBJECT":
-        _apply(obj)
-
-
-def _parts_removed(obj: bpy.types.Object, saved: dict) -> bool:
-    """Whether the user removed the Evaluated display's Preserve Volume modifier or its factor group: the
-    mesh would show plain LBS (or mix by a group that is gone) while the panel says Evaluated."""
-    ref = saved.get("added_modifier")
-    if not isinstance(ref, list):  # a record of an earlier version that reused a modifier: nothing to check
-        return False
-    return _saved_modifier(obj, ref, DQS_MODIFIER) is None or _factor_group(obj, saved) is None
-
-
-#: Why the GPU display steps aside besides a mode: the user hid the Armature modifier in the viewport.
-HIDDEN = "HIDDEN"
-
-
-def _aside_reason(obj: bpy.types.Object, mod: bpy.types.Modifier) -> str | None:
-    """Why the GPU display lets Blender draw ``obj`` with the user's own setup: a mode other than Object
-    Mode (see :func:`follow_mode`), or :data:`HIDDEN` — the user hid the Armature modifier in the viewport,
-    so Blender shows the mesh undeformed (and so does the Evaluated display); skinning it would show what
-    the user turned off. None when the GPU display draws it."""
-    if obj.mode != "OBJECT":
-        return obj.mode
-    return None if mod.show_viewport else HIDDEN
-
-
-def gpu_aside(obj: bpy.types.Object) -> str | None:
-    """Why the GPU display is stepping aside for ``obj`` (a mode or :data:`HIDDEN`), or None."""
-    state = obj.hybrid_skin.saved_state
-    return json.loads(state).get("aside") if state else None
-
-
-#: Seconds between a change that needs the Evaluated display's factors written (a painted factor group,
-#: its parts set up again by the handler) and the write (the dabs of a stroke coalesce); while a paint
-#: stroke runs, the timer waits this long again.
-FACTOR_WRITE_DELAY_S = 0.2
-
-
-def queue_factor_write(obj: bpy.types.Object) -> None:
-    """Write ``obj``'s factor group from a timer (:func:`write_queued_factors`): for the depsgraph handler,
-    where writing is not allowed (it needs the bind, which may evaluate the scene). In background mode,
-    where timers do not run, the next frame change writes it."""
-    runtime.get().factors_queued.add(obj.session_uid)
-    if not bpy.app.timers.is_registered(write_queued_factors):
-        # Persistent: a file load must not drop a pending timer; the add-on's unregister removes it.
-        bpy.app.timers.register(write_queued_factors, first_interval=FACTOR_WRITE_DELAY_S, persistent=True)
-
-
-def _stroke_running() -> bool:
-    """A paint or sculpt stroke is in progress (it may hold the mesh's weight arrays: nothing else writes
-    them until it ends)."""
-    wm = getattr(bpy.context, "window_manager", None)
-    return wm is not None and any(
-        op.bl_idname.startswith(("PAINT_OT_", "SCULPT_OT_")) for w in wm.windows for op in w.modal_operators
+    rec = DisplayRecord(
+        object_name=obj.name,
+        armature=bridge.modifier_ref(mod),
+        display_type=obj.display_type,
+        active_group=obj.vertex_groups.active_index,
+        preserve_volume=mod.use_deform_preserve_volume,
     )
-
-
-def write_queued_factors() -> float | None:
-    """Timer: write the factor group of each object :func:`queue_factor_write` queued, if its factors
-    changed (a painted factor group: the bind compares it), after any stroke in progress. The write is the
-    add-on's own edit: it leaves the binds trusted."""
-    state = runtime.current()
-    if state is None:
-        return None
-    if _stroke_running():
-        return FACTOR_WRITE_DELAY_S
-    queued, state.factors_queued = state.factors_queued, set()
-    for obj in [o for o in bpy.data.objects if o.session_uid in queued]:
-        with bind.own_edits([obj]):
-            refresh_factor_group(obj, only_if_changed=True)
-    return FACTOR_WRITE_DELAY_S if state.factors_queued else None
-
-
-def separate_copy(obj: bpy.types.Object) -> bool:
-    """Give a linked duplicate made after Add (Alt+D: a copy of the object sharing its mesh, and of its
-    Evaluated display's record) a factor group of its own. Vertex groups live on the mesh, so both records
-    named one group: each object's factor was written over by the other's, and Remove on either removed
-    the group the other still mixed by. The claimant named in the record (the original keeps its name; a
-    copy gets a new one; else the first name) keeps the group; the others set up their own, with its
-    weights. Only settings and weights change, nothing is evaluated (called from the depsgraph handler).
-    True when ``obj`` was separated."""
-    mesh = obj.data
-    if mesh is None or mesh.users < 2:
-        return False
-    saved = json.loads(obj.hybrid_skin.saved_state)
-    if "added_modifier" not in saved:
-        return False
-    group = saved.get("factor_group", FACTOR_GROUP)
-    claimants = [obj]
-    for other in bpy.data.objects:
-        state = other.hybrid_skin.saved_state if other is not obj and other.data == mesh else ""
-        record = json.loads(state) if state else {}
-        if "added_modifier" in record and record.get("factor_group", FACTOR_GROUP) == group:
-            claimants.append(other)
-    if len(claimants) == 1:
-        return False
-    first = min(claimants, key=lambda o: o.name)
-    owner = next((o for o in claimants if o.name == saved.get("object")), first)
-    if owner == obj:
-        return False
-    old = obj.vertex_groups.get(group)
-    weights = None
-    if old is not None:
-        counts, groups, values = bridge.read_vertex_group_entries(mesh)
-        weights = np.zeros(len(counts), dtype=np.float32)
-        hit = groups == old.index
-        weights[np.repeat(np.arange(len(counts)), counts)[hit]] = values[hit]
-    saved["added_group"] = False  # the owner's: restore leaves it
-    obj.hybrid_skin.saved_state = json.dumps(saved)
-    _apply(obj)
-    mine = _factor_group(obj)
-    if mine is not None and weights is not None:
-        _write_weights(mine, weights)
-    runtime.get().factors_written.pop(obj.session_uid, None)
+    mod.use_deform_preserve_volume = False
+    # Always new ones: a group or modifier of the same name is the user's, never written over or removed;
+    # Blender gives ours a free name, kept in the record.
+    group = obj.vertex_groups.new(name=FACTOR_GROUP)  # appended (indices kept) and made active
+    # Locked: Weight Paint and weight tools leave it alone (the add-on writes it), and a copy of it that
+    # another object receives (Copy to Selected, Join) is told from a group of the user's of that name.
+    group.lock_weight = True
+    if rec.active_group >= 0:
+        obj.vertex_groups.active_index = rec.active_group
+    rec.factor_group = group.name
+    mix = native.add_mix_modifier(obj, mod, MIX_MODIFIER, group.name)
+    rec.mix = bridge.modifier_ref(mix)
+    _mirror(mod, mix)
+    if settings.display == "GPU":
+        _place_gpu(obj, rec, mod, mix, reader)
+    store(obj, rec)
     return True
 
 
-def _factors_due(obj: bpy.types.Object, saved: dict, mode: str) -> None:
-    """Note in the display's record that its factor group is to be written back in Object Mode (``mode``:
-    where it was; Edit Mode wins, its edits may have added vertices)."""
-    if saved.get("factors_due") not in (mode, "EDIT"):
-        saved["factors_due"] = mode
-        obj.hybrid_skin.saved_state = json.dumps(saved)
-
-
-#: AUTO factors written to the Evaluated display's group are rounded to this step (one bulk call per value).
-AUTO_STEP = 1.0 / 1024.0
-
-
-def write_factor_group(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
-    """Store the object's per-vertex factors in the Evaluated display's vertex group (Blender mixes by
-    its weight); Auto factors from the current pose. Raises :class:`..errors.HybridSkinError` when the
-    factor cannot be resolved (e.g. a missing factor group): the group keeps its last values.
-
-    ``only_if_changed``: skip the write when the group already holds these factors: the same mode,
-    number and group, and for a vertex group the same bind (a painted group binds again when next used).
-    Auto factors follow the pose: always written."""
-    group = _factor_group(obj)
-    if group is None:
+def _place_gpu(obj, rec: DisplayRecord, mod, mix, reader: str | None, depsgraph=None) -> None:
+    """Hide Blender's deformation for the GPU display, or step aside and say why (once per reason). The
+    factor group may lag while the display draws (see :mod:`.factors`): the handler's next
+    :func:`.factors.follow` brings it up to date before Blender draws from it."""
+    store(obj, rec)  # aside_reason reads the user's eye from the record
+    reason = aside_reason(obj, mod, mix, reader, depsgraph)
+    if reason is None:
+        if not rec.gpu_draws:
+            _hide(obj, rec, mod, mix)
         return
-    if obj.mode == "EDIT":  # Blender refuses vertex-group writes now: written when Edit Mode is left
-        if obj.hybrid_skin.saved_state:
-            _factors_due(obj, json.loads(obj.hybrid_skin.saved_state), "EDIT")
-        return
-    settings, written = obj.hybrid_skin, runtime.get().factors_written
-    bound = None
-    if settings.factor_mode == "VERTEX_GROUP":
-        bound = bind.cached_bind(obj, bpy.context.evaluated_depsgraph_get(), check_rest=False)
-    key = (settings.factor_mode, float(settings.deform_factor), settings.factor_vertex_group)
-    if only_if_changed and settings.factor_mode != "AUTO":
-        old = written.get(obj.session_uid)
-        if old is not None and old[0] == key and (old[1] is None if bound is None else old[1]() is bound):
-            return
-    written.pop(obj.session_uid, None)  # a write that fails half-way is written again next time
-    wanted = factor.resolve(obj, bound)
-    if wanted.auto:
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        auto = bind.cached_bind(obj, depsgraph, check_rest=False).posed(depsgraph).auto_factors()
-        values = np.round(auto / AUTO_STEP) * AUTO_STEP
-    else:
-        values = wanted.values()
-    _write_weights(group, np.broadcast_to(np.asarray(values, dtype=np.float32), (len(obj.data.vertices),)))
-    written[obj.session_uid] = (key, None if bound is None else weakref.ref(bound))
+    code, sentence = reason
+    if rec.gpu_draws:
+        _show(obj, rec)
+    if code in (REFUSED, TAIL, READ):  # a mode or a hidden modifier: the panel says it
+        runtime.get().report_once(obj, HybridSkinError(sentence))
+    rec.aside = code
 
 
-def _write_weights(group: bpy.types.VertexGroup, values: np.ndarray) -> None:
-    """Every vertex's weight in ``group``: one ``add`` per distinct value (Blender has no bulk write), the
-    vertices of each found by one sort — a painted group has about as many values as vertices, and
-    searching the whole mesh per value was quadratic (0.25 s at 10k vertices, seconds at 50k)."""
-    order = np.argsort(values, kind="stable")
-    ranked = values[order]
-    starts = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
-    ends = np.append(starts[1:], len(ranked))
-    zero = np.flatnonzero(values == 0.0)
-    if len(zero):
-        group.add(zero.tolist(), 0.0, "REPLACE")
-    for start, end in zip(starts.tolist(), ends.tolist()):
-        value = float(ranked[start])
-        if value != 0.0:
-            group.add(order[start:end].tolist(), value, "REPLACE")
+# --------------------------------------------------------------------------------------------- sync
+def sync(
+    obj: bpy.types.Object, reader: str | None = None, depsgraph: bpy.types.Depsgraph | None = None
+) -> None:
+    """Keep ``obj``'s setup whole and its display right after any change Blender reported (the depsgraph
+    handler calls this for objects it reports and every GPU display). Only settings change here; what they
+    change is evaluated by Blender's second pass of the same update.
 
-
-def refresh_factor_group(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
-    """:func:`write_factor_group` from a property update, a handler or :func:`apply`, which cannot show an
-    operator report: a factor that cannot be resolved is printed once (the display stays applied)."""
-    try:
-        write_factor_group(obj, only_if_changed)
-    except HybridSkinError as err:
-        runtime.get().report_once(obj, err)
-
-
-def settings_changed(obj: bpy.types.Object) -> None:
-    """Property update: re-apply the display state when it changed; refresh the Evaluated factors."""
+    * No record although enabled (an object appended from another file: append runs no load handler; a
+      display taken down by a save): set up.
+    * The followed Armature modifier is gone (applied to freeze a pose, Convert to Mesh, removed): Hybrid
+      Skin comes off, exactly as Blender alone would leave the object, said once.
+    * A part is gone or moved (the user deleted the added modifier or the factor group, a script reordered
+      the stack): set up again, said once.
+    * A copy carrying the record (Duplicate Linked) gets its own factor group (:func:`separate_copy`).
+    * GPU display: hides or steps aside as :func:`aside_reason` says."""
     settings = obj.hybrid_skin
-    saved = json.loads(settings.saved_state) if settings.saved_state else None
-    mode = None if saved is None else ("EVALUATED" if "added_modifier" in saved else "GPU")
-    wanted = settings.display if settings.enabled and not settings.bake_state else None
-    if wanted == "GPU" and gpu_refusal(obj) is not None:
-        wanted = "EVALUATED"  # what apply() shows for an object the GPU display cannot
-    if mode != wanted:
+    if not is_local(obj):
+        return
+    rec = load(obj)
+    if rec is None:
+        if settings.enabled and not settings.bake_state and bridge.find_armature_modifier(
+            obj, bridge.followed_modifier_name(obj)
+        ):
+            _apply(obj, reader)
+        return
+    if not settings.enabled or settings.bake_state:
+        _restore(obj)
+        return
+    mod = bridge.find_modifier(obj, rec.armature)
+    if mod is None or mod.type != "ARMATURE":
+        mix_gone = not rec.mix or bridge.find_modifier(obj, rec.mix) is None
+        converted = rec.gpu_draws and mix_gone and _freeze_converted(obj, depsgraph)
+        _take_off(obj, converted)
+        return
+    if separate_copy(obj, rec):
+        rec = load(obj)
+    mix = bridge.find_modifier(obj, rec.mix) if rec.mix else None
+    group = obj.vertex_groups.get(rec.factor_group) if rec.factor_group else None
+    if obj.mode == "OBJECT" and not _parts_in_place(obj, mod, mix, group):
+        runtime.get().report_once(
+            obj,
+            HybridSkinError(
+                f"'{obj.name}': Hybrid Skin's modifier '{MIX_MODIFIER}' or its vertex group "
+                f"'{FACTOR_GROUP}' was removed or moved, so it is set up again (Remove Hybrid Skin takes "
+                "it off)"
+            ),
+        )
+        _apply(obj, reader)
+        return
+    if obj.mode == "EDIT":
+        factors.note_mode(obj, rec)
+    if mix is not None and not rec.gpu_draws:
+        _mirror(mod, mix)
+    if settings.display == "GPU" and mix is not None:
+        _place_gpu(obj, rec, mod, mix, reader, depsgraph)
+    else:
+        if rec.gpu_draws:
+            _show(obj, rec)
+        rec.aside = ""
+    store(obj, rec)
+
+
+def _parts_in_place(obj, mod, mix, group) -> bool:
+    """The added modifier exists right after the followed one and mixes by an existing factor group."""
+    if mix is None or group is None or mix.type != "ARMATURE":
+        return False
+    stack = list(obj.modifiers)
+    return stack.index(mix) == stack.index(mod) + 1 and mix.vertex_group == group.name
+
+
+#: What the DQS part copies from the user's Armature modifier, at setup and whenever the user changes it.
+MIRRORED = (
+    "object",
+    "use_vertex_groups",
+    "use_bone_envelopes",
+    "show_viewport",
+    "show_render",
+    "show_in_editmode",
+    "show_on_cage",
+)
+
+
+def _mirror(mod: bpy.types.ArmatureModifier, mix: bpy.types.ArmatureModifier) -> None:
+    """The DQS part follows the user's Armature modifier: its armature, what it binds to, its eyes."""
+    for name in MIRRORED:
+        value = getattr(mod, name)
+        if getattr(mix, name) != value:
+            setattr(mix, name, value)
+
+
+def _take_off(obj: bpy.types.Object, converted: bool = False) -> None:
+    """The followed Armature modifier is gone: Hybrid Skin's parts come off and it is turned off."""
+    _restore(obj)
+    settings = obj.hybrid_skin
+    settings.enabled = False
+    bind.forget(obj)
+    kept = " (Convert got the pose the GPU preview drew)" if converted else ""
+    runtime.get().report_once(
+        obj,
+        HybridSkinError(
+            f"'{obj.name}' no longer has the Armature modifier Hybrid Skin followed (applied, converted or "
+            f"removed), so Hybrid Skin is off for it and its own modifier and vertex group are removed{kept}"
+        ),
+    )
+
+
+def _freeze_converted(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | None) -> bool:
+    """Object ▸ Convert ▸ Mesh while the GPU preview drew: Blender converted its evaluation, in which the
+    skinning was hidden, so the mesh now holds the skinning's input. Give it the pose the preview drew:
+    the cached bind's influences and the pose now, skinned from the converted vertices (which are that
+    input at this frame). The caller tells Convert by its mark: both Armature modifiers gone at once (a
+    modifier the user deletes is one; Blender refuses to apply the hidden ones). True when posed."""
+    bound = bind.peek(obj)
+    if bound is None or depsgraph is None:
+        return False
+    if len(obj.data.vertices) != bound.vertex_count or obj.data.shape_keys is not None:
+        return False
+    arm = next((o for o in bpy.data.objects if o.session_uid == bound.armature_uid), None)
+    if arm is None or arm.type != "ARMATURE":
+        return False
+    posed = bind.posed_by(bound, obj, arm, depsgraph)
+    try:
+        values = factor.resolve(obj, bound).values(posed)
+    except HybridSkinError:
+        return False
+    rest = bridge.vertex_positions(obj.data)  # the skinning's input at this frame, as converted
+    positions, _ = skin(rest, bound.binding, posed.palette, values, None, posed.target_to_armature)
+    bridge.set_vertex_positions(obj.data, positions)
+    return True
+
+
+def separate_copy(obj: bpy.types.Object, rec: DisplayRecord) -> bool:
+    """Give a linked duplicate made after Add (Alt+D: a copy of the object sharing its mesh, and carrying
+    its record) a factor group of its own. Vertex groups live on the mesh, so both records named one group:
+    each object's factors were written over by the other's. The object named in the record keeps the group
+    (a copy has another name; else the first name); the others set up their own. True when ``obj`` was
+    separated (its factors are then due)."""
+    mesh = obj.data
+    if mesh is None or mesh.users < 2 or not rec.factor_group:
+        return False
+    claimants = [obj]
+    for other in bpy.data.objects:
+        mine = load(other) if other is not obj and other.data == mesh else None
+        if mine is not None and mine.factor_group == rec.factor_group:
+            claimants.append(other)
+    if len(claimants) == 1:
+        return False
+    owner = next((o for o in claimants if o.name == rec.object_name), min(claimants, key=lambda o: o.name))
+    if owner == obj:
+        return False
+    rec.factor_group = ""  # the owner's: this copy's modifier, which mixed by it, goes; its own is set up
+    store(obj, rec)
+    _apply(obj, None)
+    return True
+
+
+# ------------------------------------------------------------------------------------ escaped parts
+def clean_escaped(obj: bpy.types.Object) -> None:
+    """Take Hybrid Skin's parts off an object they escaped to, as Blender alone would have left it, said
+    once: a modifier :data:`MIX_MODIFIER` copied with Copy Modifiers or Copy to Selected, a factor group
+    copied with the vertex groups (Copy to Selected, Transfer Data, Join). The Armature modifier copied with
+    it gets back the settings the user has on the original (Preserve Volume, Show in Viewport). Parts are
+    known by name and kind: a Multi Modifier Armature modifier named :data:`MIX_MODIFIER`, a *locked* group
+    named :data:`FACTOR_GROUP` (``.001`` … too) that no object using this mesh mixes by; a user's own group
+    or modifier of those names is never taken."""
+    if obj.type != "MESH" or not is_local(obj):
+        return
+    own = load(obj) if obj.hybrid_skin.enabled else None
+    claimed = _claimed_groups(obj)
+    removed = []
+    stack = list(obj.modifiers)
+    for i, m in enumerate(stack):
+        if m.type != "ARMATURE" or not m.use_multi_modifier or not bridge.is_mix_modifier(m):
+            continue
+        if own is not None and own.mix and bridge.find_modifier(obj, own.mix) == m:
+            continue
+        above = stack[i - 1] if i > 0 and stack[i - 1].type == "ARMATURE" else None
+        if above is not None:
+            _user_settings_from_source(above)
+        removed.append(f"modifier '{m.name}'")
+        obj.modifiers.remove(m)
+    for group in list(obj.vertex_groups):
+        ours = group.lock_weight and _FACTOR_GROUP_NAME.fullmatch(group.name)
+        if ours and group.name not in claimed:
+            removed.append(f"vertex group '{group.name}'")
+            obj.vertex_groups.remove(group)
+    if removed:
+        runtime.get().report_once(
+            obj,
+            HybridSkinError(
+                f"'{obj.name}' got Hybrid Skin's {' and '.join(removed)} from another object, which would "
+                "deform it by that object's settings: removed (Add Hybrid Skin to use it on this object)"
+            ),
+        )
+
+
+def _claimed_groups(obj: bpy.types.Object) -> set[str]:
+    """Factor group names recorded by the objects that use ``obj``'s mesh (vertex groups live on the mesh)."""
+    names = set()
+    for other in bpy.data.objects:
+        if other.data == obj.data and other.type == "MESH":
+            rec = load(other)
+            if rec is not None and rec.factor_group:
+                names.add(rec.factor_group)
+    return names
+
+
+def _user_settings_from_source(copy: bpy.types.ArmatureModifier) -> None:
+    """An Armature modifier copied from a Hybrid Skin object carries what Hybrid Skin changed on the
+    original (Preserve Volume off; hidden in the viewport by the GPU display): give it the user's settings,
+    read from the original's record (the object whose followed modifier has this name and armature)."""
+    for source in bpy.data.objects:
+        rec = load(source) if source.type == "MESH" and source.data is not None else None
+        if rec is None or rec.armature[1] != copy.name:
+            continue
+        mod = bridge.find_modifier(source, rec.armature)
+        if mod is None or mod.object != copy.object:
+            continue
+        if rec.preserve_volume is not None:
+            copy.use_deform_preserve_volume = rec.preserve_volume
+        for uid, name, value in rec.hidden:
+            if bridge.find_modifier(source, [uid, name]) == mod:
+                copy.show_viewport = value
+        return
+
+
+# ------------------------------------------------------------------------------------ settings
+def settings_changed(obj: bpy.types.Object) -> None:
+    """Property update: set the display up again when it changed; refresh the factors."""
+    settings = obj.hybrid_skin
+    runtime.get().draw_failures.pop(obj.session_uid, None)  # new settings: the GPU display tries again
+    rec = load(obj)
+    wanted = settings.enabled and not settings.bake_state
+    if (rec is not None) != wanted:
         apply(obj)
-    elif wanted == "EVALUATED":
-        refresh_factor_group(obj)
+        return
+    if rec is None:
+        return
+    with bind.own_edits([obj]):
+        sync(obj, readers.mesh_readers([obj]).get(obj.session_uid))
+    factors.refresh(obj, only_if_changed=True)

@@ -1,11 +1,18 @@
-"""Application handlers: re-arm on file load, keep saved files clean, drop caches on undo, and tell binds
-when Blender reports their mesh changed (weights painted or set by a script).
+"""Application handlers: keep every object's Hybrid Skin setup whole and current as the scene changes.
 
-Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and
-re-applied in ``save_post``, or ``save_post_fail`` when the save failed), so a file opened without the
-add-on looks exactly as before Hybrid Skin. A save into another folder also rebases the ``//`` paths the
-add-on stores (the texture bake's files), as Blender does for its own; they are put back when the open
-file stays the old one (Save Copy, a failed save).
+* Load, undo and redo drop the caches; load, append and register set the display up on every object that
+  uses Hybrid Skin (an appended object arrives with the user's own setup: files are saved that way).
+* Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and set
+  up again in ``save_post``, or ``save_post_fail`` when the save failed), so a file opened without the
+  add-on looks exactly as before Hybrid Skin. A save into another folder also rebases the ``//`` paths the
+  add-on stores (the texture bake's files), as Blender does for its own.
+* After every evaluation Blender reports (``depsgraph_update_post``, ``frame_change_post``): the setup is
+  synced (:func:`.display.sync`: parts set up again, taken off an object whose Armature modifier was
+  applied or removed, taken off objects they were copied to, the GPU display hiding or stepping aside) and
+  the factor group follows an animated factor, the pose (Auto) and painted weights
+  (:func:`.factors.follow`). What these handlers change is evaluated by Blender's second pass of the same
+  update, so a script that sets the frame and calls ``view_layer.update()`` reads the right mesh.
+* Binds are told when Blender reports their mesh changed (weights painted or set by a script).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from bpy.app.handlers import persistent
 
 from .. import runtime
 from ..animtex import summary
-from . import bind, display, viewport
+from . import bind, display, factors, readers, viewport
 
 
 def enabled_objects() -> list[bpy.types.Object]:
@@ -27,7 +34,7 @@ def enabled_objects() -> list[bpy.types.Object]:
     return [
         o
         for o in bpy.data.objects
-        if o.type == "MESH" and o.library is None and o.override_library is None and o.hybrid_skin.enabled
+        if o.type == "MESH" and display.is_local(o) and o.hybrid_skin.enabled
     ]
 
 
@@ -45,13 +52,22 @@ def restore_all() -> None:
             display.restore(obj)
 
 
+def _clean_all() -> None:
+    for obj in bpy.data.objects:
+        display.clean_escaped(obj)
+
+
 @persistent
 def on_load_post(*_args) -> None:
+    state = runtime.get()
     bind.forget_all()
     viewport.forget()
-    runtime.get().edit_mode_meshes.clear()
-    runtime.get().factors_written.clear()
-    runtime.get().reported.clear()  # another file: its problems are said again
+    state.edit_mode_meshes.clear()
+    state.factors_written.clear()
+    state.factor_values.clear()
+    state.draw_failures.clear()
+    state.saving = False
+    state.reported.clear()  # another file: its problems are said again
     reapply_all()
 
 
@@ -61,7 +77,9 @@ def _same_file(a: str, b: str) -> bool:
 
 @persistent
 def on_save_pre(filepath: str = "", *_args) -> None:
-    """``filepath`` is the file being written; ``bpy.data.filepath`` is still the open one."""
+    """``filepath`` is the file being written; ``bpy.data.filepath`` is still the open one. Until
+    ``save_post`` the objects keep the user's own setup: no handler sets them up again meanwhile."""
+    runtime.get().saving = True
     restore_all()
     new = filepath if isinstance(filepath, str) else ""
     runtime.get().summaries_before_save = summary.rebase_paths(bpy.data.filepath, new)
@@ -72,6 +90,7 @@ def on_save_post(filepath: str = "", *_args) -> None:
     """After a save, or one that failed (``save_post_fail``): the open file is the one written, or the old
     one still (Save Copy, a failure), whose stored paths must name its own files again."""
     state = runtime.get()
+    state.saving = False
     before, state.summaries_before_save = state.summaries_before_save, {}
     if before and not _same_file(bpy.data.filepath, filepath if isinstance(filepath, str) else ""):
         summary.restore_texts(before)
@@ -83,44 +102,84 @@ def on_undo_redo(*_args) -> None:
     bind.forget_all()
     viewport.forget()
     # The step brought its own factor group back, which may lag the user's factor group it brought (a
-    # stroke's step is pushed before the timer writes): the update after the undo reports every mesh
-    # edited, which queues the write again (on_depsgraph_update).
+    # stroke's step is pushed before the timer writes): every group is written again if it differs.
     runtime.get().factors_written.clear()
+    runtime.get().factor_values.clear()
     for obj in enabled_objects():  # a step may hold another mode than the one it brings back
-        display.follow_mode(obj)
+        display.sync(obj)
+
+
+@persistent
+def on_blend_import(*_args) -> None:
+    """Append or link from another file: appended objects that use Hybrid Skin arrive with the user's own
+    setup (files are saved that way, and append runs no load handler): set them up; parts that arrived on
+    objects that do not use Hybrid Skin are taken off."""
+    for obj in enabled_objects():
+        if not display.is_applied(obj):
+            display.apply(obj)
+    _clean_all()
 
 
 @persistent
 def on_depsgraph_update(scene, depsgraph) -> None:
-    runtime.get().bump()  # a counter: cached GPU state re-checks itself at the next draw
+    state = runtime.get()
+    if state.in_handler or state.saving:
+        return  # an evaluation this handler started (a rebind), or a save under way
+    state.in_handler = True
+    try:
+        _after_evaluation(state, depsgraph, frame_change=False)
+    finally:
+        state.in_handler = False
+
+
+def _after_evaluation(state: runtime.Runtime, depsgraph: bpy.types.Depsgraph, frame_change: bool) -> None:
+    """What both handlers do after Blender evaluated the scene (a frame change evaluates edits, new objects
+    and modifiers made since the last update without calling ``depsgraph_update_post``)."""
+    state.bump()  # a counter: cached GPU state re-checks itself at the next draw
+    updates = list(depsgraph.updates)
+    if frame_change or any(isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in updates):
+        state.pose_generation += 1  # a pose may have changed: Auto factors follow it
     # Weights or vertices may have changed (in the UI, or by a script: background mode too): binds of the
-    # mesh are compared before their next use. Pose changes do not report a mesh's data; frame changes do
-    # not come here (see on_frame_change).
-    edited = edited_meshes(depsgraph)
+    # mesh are compared before their next use. Pose changes do not report a mesh's data.
+    edited = edited_meshes(depsgraph, updates, frame_change)
     if edited:
         bind.mark_edited(edited)
-        _painted_factor_groups(edited - runtime.get().own_mesh_edits)
-    # Every mode switch evaluates (the mode operators do): the GPU display steps aside outside Object Mode,
-    # the Evaluated display writes the factors held back outside it.
-    for u in depsgraph.updates:
-        obj = u.id.original if isinstance(u.id, bpy.types.Object) else None
-        if obj is not None and obj.type == "MESH" and obj.hybrid_skin.enabled:
-            display.follow_mode(obj)
+    changed = [o for o in _reported_objects(updates) if o.session_uid not in state.held]
+    for obj in changed:
+        failure = state.draw_failures.get(obj.session_uid)
+        if failure is not None and failure[1] != viewport.stack_signature(obj):
+            del state.draw_failures[obj.session_uid]  # the stack changed since the display failed: try again
+        display.clean_escaped(obj)
+    objects = [o for o in enabled_objects() if o.session_uid not in state.held]
+    gpu = [o for o in objects if o.hybrid_skin.display == "GPU"]
+    read = readers.mesh_readers(gpu)
+    ids = {o.session_uid for o in changed}
+    for obj in objects:
+        # Every GPU display (what reads it may have changed anywhere), objects reported, and objects that
+        # arrived without their setup (appended: append runs no load handler).
+        if obj.session_uid in ids or obj in gpu or not display.is_applied(obj):
+            display.sync(obj, read.get(obj.session_uid), depsgraph)
+    for obj in objects:
+        # The factor group follows an animated factor, the pose (Auto) and painted weights; a frame change
+        # may move any of them.
+        uid = obj.session_uid
+        auto = obj.hybrid_skin.factor_mode == "AUTO"
+        if frame_change or auto or uid in ids or uid not in state.factors_written:
+            factors.follow(obj)
 
 
-def _painted_factor_groups(edited: set[int]) -> None:
-    """The Evaluated display mixes by a group the add-on writes from the user's factor group: when a weight
-    edit may have changed that group (painted, set by a script), the write is queued for a timer. Not here:
-    writing needs the bind, which may evaluate the scene, and nothing may evaluate inside this handler."""
-    for obj in enabled_objects():
-        settings = obj.hybrid_skin
-        if (
-            settings.display == "EVALUATED"
-            and settings.factor_mode == "VERTEX_GROUP"
-            and not settings.bake_state
-            and obj.data.session_uid in edited
-        ):
-            display.queue_factor_write(obj)
+def _reported_objects(updates) -> list[bpy.types.Object]:
+    """Mesh objects whose object or mesh data the update reports (originals), each once."""
+    seen: dict[int, bpy.types.Object] = {}
+    meshes = {u.id.original.session_uid for u in updates if isinstance(u.id, bpy.types.Mesh)}
+    for obj in bpy.data.objects:
+        if obj.type == "MESH" and obj.data is not None and obj.data.session_uid in meshes:
+            seen[obj.session_uid] = obj
+    for u in updates:
+        if isinstance(u.id, bpy.types.Object) and u.id.type == "MESH":
+            obj = u.id.original
+            seen[obj.session_uid] = obj
+    return list(seen.values())
 
 
 def _animated(id_data: bpy.types.ID | None) -> bool:
@@ -128,7 +187,9 @@ def _animated(id_data: bpy.types.ID | None) -> bool:
     return ad is not None and (ad.action is not None or len(ad.drivers) > 0 or len(ad.nla_tracks) > 0)
 
 
-def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = False) -> set[int]:
+def edited_meshes(
+    depsgraph: bpy.types.Depsgraph | None, updates: list | None = None, frame_change: bool = False
+) -> set[int]:
     """``session_uid`` of the meshes whose data the update reports changed, out of Edit Mode (whose edits
     reach the mesh when it is left: a mesh seen in Edit Mode counts as edited when it is out of it). The
     updates hold the evaluated copies, whose ``session_uid`` is 0: their originals'. A frame change also
@@ -139,7 +200,7 @@ def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = Fa
     evaluates the scene)."""
     if depsgraph is None:
         return set()
-    updates = list(depsgraph.updates)
+    updates = list(depsgraph.updates) if updates is None else updates
     # Setting any property of an object (its Hybrid Skin settings too: a factor slider dragged) makes
     # Blender report the object's transform and its mesh's data as changed; a weight edit reports the
     # mesh without the object's transform. Those meshes are left out: a slider drag must not read weights.
@@ -166,18 +227,14 @@ def edited_meshes(depsgraph: bpy.types.Depsgraph | None, frame_change: bool = Fa
 
 @persistent
 def on_frame_change(scene=None, depsgraph=None, *_args) -> None:
-    runtime.get().bump()
-    # A frame change evaluates edits made since the last evaluation without calling depsgraph_update_post
-    # (a script that edits weights, then sets the frame): marked here, before anything binds.
-    edited = edited_meshes(depsgraph, frame_change=True)
-    if edited:
-        bind.mark_edited(edited)
-    # The Evaluated display's factors follow the frame: Auto ones the pose, the others an animated or
-    # driven Deform Factor and a factor group painted since (rewritten only when they changed).
-    for obj in enabled_objects():
-        settings = obj.hybrid_skin
-        if settings.display == "EVALUATED" and not settings.bake_state:
-            display.refresh_factor_group(obj, only_if_changed=True)
+    state = runtime.get()
+    if state.in_handler or state.saving or depsgraph is None:
+        return
+    state.in_handler = True
+    try:
+        _after_evaluation(state, depsgraph, frame_change=True)
+    finally:
+        state.in_handler = False
 
 
 _HANDLERS = (
@@ -189,6 +246,7 @@ _HANDLERS = (
     ("save_post_fail", on_save_post),
     ("undo_post", on_undo_redo),
     ("redo_post", on_undo_redo),
+    ("blend_import_post", on_blend_import),
     ("depsgraph_update_post", on_depsgraph_update),
     ("frame_change_post", on_frame_change),
 )
@@ -212,7 +270,7 @@ def register() -> None:
 
 
 def unregister() -> None:
-    for timer in (_rearm_after_register, display.write_queued_factors):
+    for timer in (_rearm_after_register, factors.write_queued, viewport.step_aside_failed):
         if bpy.app.timers.is_registered(timer):
             bpy.app.timers.unregister(timer)
     for name, func in reversed(_HANDLERS):

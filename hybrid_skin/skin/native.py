@@ -8,12 +8,13 @@ setting touched is restored, and helper modifiers and groups are removed, before
 
 from __future__ import annotations
 
+import contextlib
 from contextlib import contextmanager
 
 import bpy
 import numpy as np
 
-from .. import bridge
+from .. import bridge, runtime
 
 __all__ = ["FACTOR_GROUP", "add_mix_modifier", "native_mix", "native_positions"]
 
@@ -38,28 +39,37 @@ def add_mix_modifier(
 
 @contextmanager
 def native_mix(obj: bpy.types.Object, deform_factor: float):
-    """Within the block, ``obj`` evaluates to Blender's LBS/DQS mix at scalar ``deform_factor``."""
+    """Within the block, ``obj`` evaluates to Blender's LBS/DQS mix at scalar ``deform_factor`` (Hybrid
+    Skin's own Preserve Volume modifier, if set up, is hidden meanwhile: it would mix a second time)."""
     mod = bridge.armature_modifier(obj)
+    mixes = [m for m in obj.modifiers if bridge.is_mix_modifier(m) and m.show_viewport]
     saved = (mod.use_deform_preserve_volume, mod.show_viewport)
     group = extra = None
-    try:
-        mod.show_viewport = True
-        if deform_factor in (0.0, 1.0):
-            mod.use_deform_preserve_volume = deform_factor == 1.0
-        else:
-            mod.use_deform_preserve_volume = False
-            group = obj.vertex_groups.new(name=FACTOR_GROUP)  # a free name if the user has this one
-            group.add(range(len(obj.data.vertices)), float(deform_factor), "REPLACE")
-            extra = add_mix_modifier(obj, mod, "HS_native_dqs", group.name)
-        bpy.context.view_layer.update()
-        yield
-    finally:
-        if extra is not None:
-            obj.modifiers.remove(extra)
-        if group is not None:
-            obj.vertex_groups.remove(group)
-        mod.use_deform_preserve_volume, mod.show_viewport = saved
-        bpy.context.view_layer.update()
+    with contextlib.ExitStack() as stack:
+        if runtime.current() is not None:
+            stack.enter_context(runtime.hold([obj]))  # the handlers must not "repair" the stack meanwhile
+        try:
+            mod.show_viewport = True
+            for m in mixes:
+                m.show_viewport = False
+            if deform_factor in (0.0, 1.0):
+                mod.use_deform_preserve_volume = deform_factor == 1.0
+            else:
+                mod.use_deform_preserve_volume = False
+                group = obj.vertex_groups.new(name=FACTOR_GROUP)  # a free name if the user has this one
+                group.add(range(len(obj.data.vertices)), float(deform_factor), "REPLACE")
+                extra = add_mix_modifier(obj, mod, "HS_native_dqs", group.name)
+            bpy.context.view_layer.update()
+            yield
+        finally:
+            if extra is not None:
+                obj.modifiers.remove(extra)
+            if group is not None:
+                obj.vertex_groups.remove(group)
+            for m in mixes:
+                m.show_viewport = True
+            mod.use_deform_preserve_volume, mod.show_viewport = saved
+            bpy.context.view_layer.update()
 
 
 def native_positions(obj: bpy.types.Object, deform_factor: float) -> np.ndarray:

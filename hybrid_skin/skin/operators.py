@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import IntProperty, StringProperty
+from bpy.props import EnumProperty, IntProperty, StringProperty
 
 from .. import bridge
 from ..bake import baker
 from ..draw import comparison
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator
-from . import bind, display, viewport
+from . import bind, display, properties, viewport
 
 __all__ = [
     "HYBRID_SKIN_OT_add",
@@ -39,6 +39,13 @@ class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
     bl_label = "Add Hybrid Skin"
     bl_options = {"REGISTER", "UNDO"}
 
+    display: EnumProperty(
+        name="Display",
+        items=properties.DISPLAYS,
+        default="EVALUATED",
+        description="How the viewport shows the hybrid (Evaluated: Blender's own stack, seen by everything)",
+    )
+
     @classmethod
     def poll(cls, context):
         return context.mode == "OBJECT"
@@ -56,10 +63,9 @@ class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
         settings.modifier_uid = bridge.modifier_ref(mod)[0]
         bound = bind.rebind(obj, context.evaluated_depsgraph_get())
         self._obj = obj
-        refusal = display.gpu_refusal(obj) if settings.display == "GPU" else None
-        if refusal is not None:
-            settings.display = "EVALUATED"  # say what is shown: Blender's own stack, every modifier in it
-        settings.enabled = True  # applies the display state through the update callback
+        settings.display = self.display
+        settings.enabled = True  # sets the display up through the update callback
+        refusal = display.gpu_refusal(obj) if self.display == "GPU" else None
         if refusal is not None:
             self.report({"WARNING"}, refusal)
             return {"FINISHED"}
@@ -100,11 +106,11 @@ class HYBRID_SKIN_OT_remove(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
         # An override's Hybrid Skin comes from its library; restoring only sets its own values back.
         if baked:
             baker.clear(obj)  # baked keys are derived data; leaving them would deform twice
-        display.restore(obj)
+        obj.hybrid_skin.enabled = False  # the update callback restores a local object's own setup
+        display.restore(obj)  # (an override set up by an earlier build has its own record)
         return self._forget(obj, " and cleared its bake" if baked else "")
 
     def _forget(self, obj: bpy.types.Object, cleared: str) -> set[str]:
-        obj.hybrid_skin.enabled = False
         bind.forget(obj)
         viewport.forget(obj)
         self.report({"INFO"}, f"Removed Hybrid Skin from '{obj.name}'{cleared}")

@@ -34,16 +34,36 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
         if settings.factor_mode == "VERTEX_GROUP":
             layout.prop_search(settings, "factor_vertex_group", obj, "vertex_groups")
         layout.prop(settings, "display", expand=True)
-        if settings.display == "GPU" and display.gpu_refusal(obj) is not None:
-            # The sentence is in the Add report and the console; a panel label cannot wrap it.
-            layout.label(text="Shown by Blender's own modifiers (see the Info log)", icon="INFO")
-        elif settings.display == "GPU" and obj.mode != "OBJECT":
-            layout.label(text="Blender draws the mesh until Object Mode", icon="INFO")
-        elif settings.display == "GPU" and display.gpu_aside(obj) == display.HIDDEN:
-            layout.label(text="Armature modifier hidden: Blender draws the mesh", icon="INFO")
+        self.draw_display_note(layout, obj)
         layout.operator("hybrid_skin.render_comparison", icon="RENDER_STILL")
         self.draw_bake(layout, settings)
         self.draw_stats(layout, obj)
+
+    @staticmethod
+    def draw_display_note(layout, obj) -> None:
+        """What draws the mesh now and, for the GPU preview, what it does not feed."""
+        settings = obj.hybrid_skin
+        if not display.is_local(obj):
+            layout.label(text="Linked: Blender shows its library's deformation", icon="LIBRARY_DATA_DIRECT")
+            return
+        if settings.display != "GPU" or settings.bake_state:
+            return
+        rec = display.load(obj)
+        if rec is None:
+            return
+        col = layout.column(align=True)
+        if rec.gpu_draws:
+            col.label(text="Preview drawn by Hybrid Skin's shaders", icon="INFO")
+            col.label(text="OBJ/FBX exports, ray casts, Viewport Render")
+            col.label(text="and scripts see the rest pose: use Evaluated")
+            return
+        notes = {
+            display.HIDDEN: "Armature modifier hidden: Blender draws the mesh",
+            display.REFUSED: "Shown by Blender's own modifiers (see the Info log)",
+            display.TAIL: "A modifier follows the Armature one: Blender draws",
+            display.READ: "Something reads the mesh: Blender draws it",
+        }
+        col.label(text=notes.get(rec.aside, "Blender draws the mesh until Object Mode"), icon="INFO")
 
     @staticmethod
     def draw_bake(layout, settings) -> None:

@@ -24,13 +24,21 @@ FACTOR_MODES = [
 ]
 DISPLAYS = [
     (
+        "EVALUATED",
+        "Evaluated",
+        "Blender's own modifiers compute the exact hybrid: the viewport, renders, exporters, Convert, "
+        "clothing, instances, ray casts and scripts all see it",
+        1,
+    ),
+    (
         "GPU",
-        "GPU",
-        "Draw the hybrid live in the viewport with the add-on's shaders (in Object Mode; while you edit, "
-        "paint or sculpt, Blender draws the mesh)",
+        "GPU Preview",
+        "Faster playback of heavy meshes: the add-on's shaders draw the hybrid from the pose alone. "
+        "Blender's exact stack takes over whenever something reads the mesh, another modifier follows, or "
+        "you leave Object Mode; exporters, Convert, ray casts and scripts run while it draws see the rest "
+        "pose",
         0,
     ),
-    ("EVALUATED", "Evaluated", "Blender's own modifiers compute the hybrid: renders and exporters see it", 1),
 ]
 
 
@@ -62,7 +70,7 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
         description="Vertex group whose weights scale the deform factor",
         update=_settings_changed,
     )
-    display: EnumProperty(name="Display", items=DISPLAYS, default="GPU", update=_settings_changed)
+    display: EnumProperty(name="Display", items=DISPLAYS, default="EVALUATED", update=_settings_changed)
     modifier_name: StringProperty(
         name="Armature Modifier", description="The Armature modifier Hybrid Skin follows"
     )

@@ -5,14 +5,19 @@ with their own):
 
 * once per bind: a :class:`~..draw.resources.GpuSkin` with the rest geometry and influences on the GPU,
   and for ``factor_mode = 'VERTEX_GROUP'`` the group's weights as the per-vertex factor map;
-* per settings change: the factor. GLOBAL is one uniform, VERTEX_GROUP the slider as a uniform over the
-  map already uploaded, AUTO a shader mode: nothing per vertex is uploaded when the slider moves;
+* per factor change: the factor. GLOBAL is one uniform, VERTEX_GROUP the slider as a uniform over the
+  map already uploaded, AUTO a shader mode: nothing per vertex is uploaded when the slider moves. The
+  settings are compared at every draw (a float and two strings), so a keyframed or driven Deform Factor or
+  factor mode is drawn at its animated value;
 * per frame (:func:`update_pose`): the pose, O(bones) — bone matrices, dual quaternions and, for AUTO,
   each bone's accumulated twist and swing, from which the shader derives every vertex's factor. The bind
   is brought up to the frame by :meth:`~.bind.MeshBind.posed`, like every other feature's.
 
 What is shown lives in the runtime (``shown``, ``generation``); the property update callback, the
 operators and the handlers call :func:`settings_changed`, :func:`forget` and ``runtime.bump`` directly.
+An object the callback fails to skin (a scene the add-on refuses) is handed to Blender's exact stack:
+the failure is kept in ``runtime.draw_failures`` and a timer makes the display step aside
+(:func:`step_aside_failed`), since a draw callback may not change the object.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ class ShownSkin:
     factors_stale: bool = True
     #: Generation at which the bind was last checked against the scene (see :func:`skin_for`).
     checked: int = -1
+    #: The factor settings the skin has, ``(mode, number, group)``: compared at every draw.
+    factor_key: tuple | None = None
 
 
 def forget(obj: bpy.types.Object | None = None) -> None:
@@ -77,19 +84,23 @@ def settings_changed(obj: bpy.types.Object) -> None:
 
 
 def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=None) -> bool:
-    """Whether the draw callback draws ``obj``: Hybrid Skin on, GPU display set up, not baked, visible."""
+    """Whether the draw callback draws ``obj``: Hybrid Skin on, the GPU display drawing it (Blender's
+    deformation and drawing of it hidden: else it would be drawn twice), not baked, visible."""
     settings = obj.hybrid_skin if obj.type == "MESH" else None
     if settings is None or not settings.enabled or settings.display != "GPU" or settings.bake_state:
         return False
-    if not settings.saved_state or not display.gpu_applied(obj):
-        # Blender's own drawing of this mesh is not hidden (a library override or a lost modifier; a linked
-        # object, whose modifiers the add-on cannot hide; one with two Armature modifiers, shown
-        # Evaluated): drawing it would draw it twice.
-        reason = display.gpu_refusal(obj)
-        if reason is not None:
-            runtime.get().report_once(obj, HybridSkinError(reason))
+    if not display.is_local(obj):  # its library's setup: Blender draws it (said once)
+        runtime.get().report_once(obj, HybridSkinError(display.gpu_refusal(obj)))
         return False
+    if not display.gpu_draws(obj):
+        return False  # stepping aside: Blender's exact stack draws it (display.aside_reason says why)
     return obj.visible_get(view_layer=view_layer, viewport=space)
+
+
+def factor_key(obj: bpy.types.Object) -> tuple:
+    """The factor settings as drawn: mode, number and group (an animated value included)."""
+    settings = obj.hybrid_skin
+    return settings.factor_mode, float(settings.deform_factor), settings.factor_vertex_group
 
 
 def apply_factors(skin: GpuSkin, obj: bpy.types.Object, bound: bind.MeshBind) -> None:
@@ -103,6 +114,9 @@ def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin
     """The object's GPU skin, built on first use and after a rebind, with its current factor settings."""
     state = runtime.get()
     shown = state.shown.get(obj.session_uid)
+    key = factor_key(obj)
+    if shown is not None and shown.factor_key != key:
+        settings_changed(obj)  # keyframed or driven: no property update callback told us
     if shown is not None and shown.checked == state.generation and not shown.factors_stale:
         return shown  # nothing changed since the last draw: no bind check on a mere redraw
     bound = bind.cached_bind(obj, depsgraph, check_rest=False)
@@ -113,6 +127,7 @@ def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin
     if shown.factors_stale:
         apply_factors(shown.skin, obj, bound)
         shown.factors_stale = False
+        shown.factor_key = key
     shown.checked = state.generation
     return shown
 
@@ -172,14 +187,39 @@ def draw_objects(
         try:
             skin = draw_object(obj, depsgraph, view_projection, view_layer, space)
         except HybridSkinError as err:
-            state.report_once(obj, err)
+            _failed(state, obj, str(err))
         except Exception as err:  # noqa: BLE001 - isolate per object; printed once, never per redraw
-            problem = f"cannot draw '{obj.name}': {type(err).__name__}: {err}"
-            state.report_once(obj, HybridSkinError(problem))
+            _failed(state, obj, f"cannot draw '{obj.name}': {type(err).__name__}: {err}")
         else:
             if skin is not None:
                 drawn.append(skin)
     return drawn
+
+
+def _failed(state: runtime.Runtime, obj: bpy.types.Object, problem: str) -> None:
+    """The GPU display cannot skin ``obj``: said once, and Blender's exact stack shows it instead (a timer
+    steps aside: the draw callback may not change the object)."""
+    state.report_once(obj, HybridSkinError(problem))
+    state.draw_failures[obj.session_uid] = (f"{problem}; Blender's own stack draws it", stack_signature(obj))
+    if not bpy.app.timers.is_registered(step_aside_failed):
+        bpy.app.timers.register(step_aside_failed, first_interval=0.0, persistent=True)
+
+
+def stack_signature(obj: bpy.types.Object) -> tuple:
+    """The object's modifier stack as the user arranges it (names, kinds, order; not what is shown): a
+    failure to draw is tried again once it changes."""
+    return tuple((m.name, m.type) for m in obj.modifiers)
+
+
+def step_aside_failed() -> None:
+    """Timer: objects the draw callback failed to skin step aside (:func:`.display.sync`)."""
+    state = runtime.current()
+    if state is None:
+        return None
+    for obj in [o for o in bpy.data.objects if o.session_uid in state.draw_failures and o.type == "MESH"]:
+        if obj.hybrid_skin.enabled and display.is_local(obj):
+            display.sync(obj)
+    return None
 
 
 def draw_callback() -> None:

@@ -119,13 +119,14 @@ def test_shape_key_bake_plays_the_hybrid_and_keeps_user_data(addon, animated):
     bpy.context.scene.frame_set(7)
     assert np.abs(evaluated_positions(cyl) - expected[7][0]).max() <= 1e-5 * diag
 
-    # Clearing restores the stack and the keys exactly; the GPU display comes back.
+    # Clearing restores the stack and the keys exactly; the (Evaluated) display comes back.
     bpy.ops.hybrid_skin.clear_bake()
     bpy.context.scene.frame_set(FRAMES[-1])  # user_keys was read there (its Bulge value is animated)
     assert key_arrays(cyl) == user_keys
     assert fcurve_dump(cyl.data.shape_keys) == user_curves
-    assert cyl.modifiers["Armature"].show_render
-    assert cyl.display_type == "BOUNDS" and not cyl.modifiers["Armature"].show_viewport
+    assert cyl.modifiers["Armature"].show_render and cyl.modifiers["Armature"].show_viewport
+    assert cyl.modifiers.get("HybridSkin DQS") is not None
+    assert np.abs(evaluated_positions(cyl) - addon.api.deformed_positions(cyl)).max() <= 1e-5 * diag
     bpy.ops.hybrid_skin.remove()
     assert cyl.modifiers["Armature"].show_viewport and cyl.display_type == "TEXTURED"
 
@@ -194,7 +195,7 @@ def test_bake_with_a_missing_factor_group_reports_and_changes_nothing(addon, ani
     assert "Traceback" not in str(error.value)  # an operator report, not a Python exception
     assert snapshot(cyl) == before and key_arrays(cyl) == keys
     assert not settings.bake_state and bpy.context.scene.frame_current == 4
-    assert cyl.display_type == "BOUNDS"  # the GPU display is applied again
+    assert cyl.modifiers.get("HybridSkin DQS") is not None  # the display is set up again
 
 
 def test_bake_needs_hybrid_skin(addon):

@@ -12,6 +12,10 @@ something raised.
     P5   animation-texture bake (VERTEX, BONE_DQ), texture only (≤ 1.0) and whole (≤ 3) ÷ native evaluation
     P3   bind, seconds per million weight entries (≤ 0.3)
     P2   GPU display CPU per frame, 1M ÷ 10k vertices (≤ 1.2), and ÷ Blender's Armature modifier (≤ 0.05)
+    D1   each display's CPU per frame (pose change, evaluation with the add-on's handlers, the preview's
+         pose upload) ÷ Blender's Armature modifier alone, 1M vertices: Evaluated (≤ 2.5: Blender's own
+         LBS + DQS mix), Evaluated Auto (informative: the factor group is written every frame), the GPU
+         preview during playback (≤ 0.1: pose evaluation, handlers and the pose upload, at any size)
     P4   GPU draw, hybrid ÷ DQS-only shader (informative)
 """
 
@@ -28,6 +32,7 @@ sys.path[:0] = [str(REPO), str(HERE)]
 
 import bpy  # noqa: E402
 import core_figures  # noqa: E402
+import display_figures  # noqa: E402
 import glue_figures  # noqa: E402
 import gpu_figures  # noqa: E402
 import measure  # noqa: E402
@@ -37,7 +42,7 @@ from hybrid_skin.core.skinning import THREADS  # noqa: E402
 
 SIZES = (10_000, 100_000, 1_000_000)
 BIND_SIZES = {100_000: 7, 1_000_000: 7}  # rounds
-ORDER = ("P1", "P1n", "API", "BAKE", "P5", "P3", "P2", "P4")
+ORDER = ("P1", "P1n", "API", "BAKE", "P5", "P3", "P2", "D1", "P4")
 
 
 def main() -> int:
@@ -83,6 +88,7 @@ def main() -> int:
             print("GPU figures skipped: no OpenGL")
         else:
             add(gpu_figures.gpu_display())
+            add(display_figures.displays())
             add(gpu_figures.gpu_draw())
     scene.clear_scene()
     try:

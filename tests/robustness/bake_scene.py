@@ -19,9 +19,9 @@ from tests.support.scenes import make_chain_armature, make_cylinder, skin_to_cha
 FRAMES = (1, 12)
 
 
-def rig(name: str = "Cylinder", *, keys: bool = False, add: bool = True) -> tuple:
+def rig(name: str = "Cylinder", *, keys: bool = False, add: bool = True, display: str = "EVALUATED") -> tuple:
     """``(armature, mesh)``: a keyed bend+twist over frames 1–12; ``keys`` adds the user's Basis and
-    'Bulge'; ``add`` turns Hybrid Skin on (factor 0.6). The mesh is active."""
+    'Bulge'; ``add`` turns Hybrid Skin on (factor 0.6) with ``display``. The mesh is active."""
     arm = make_chain_armature("Rig", [1.0, 1.0])
     obj = make_cylinder(name, rings=8, segments=12)
     skin_to_chain(obj, arm)
@@ -41,7 +41,7 @@ def rig(name: str = "Cylinder", *, keys: bool = False, add: bool = True) -> tupl
     bpy.context.scene.frame_set(1)
     activate(obj)
     if add:
-        assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+        assert bpy.ops.hybrid_skin.add(display=display) == {"FINISHED"}
         obj.hybrid_skin.deform_factor = 0.6
     return arm, obj
 

@@ -17,7 +17,10 @@ TOL = 2e-6
 
 def modules(addon) -> SimpleNamespace:
     """The installed add-on's modules the scenarios reach into (API, bind, viewport, display, handlers)."""
-    names = ("api", "skin.bind", "skin.viewport", "skin.display", "skin.handlers", "runtime", "errors")
+    names = (
+        "api", "skin.bind", "skin.viewport", "skin.display", "skin.factors", "skin.handlers", "runtime",
+        "errors",
+    )
     package = addon.__name__
     return SimpleNamespace(**{n.split(".")[-1]: importlib.import_module(f"{package}.{n}") for n in names})
 

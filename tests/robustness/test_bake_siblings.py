@@ -4,6 +4,7 @@ saves and reopens; Clear and Remove still take back exactly the bake, nothing of
 from __future__ import annotations
 
 import bpy
+import pytest
 
 from tests.robustness.bake_scene import activate, rig, same_as, snapshot
 
@@ -65,12 +66,17 @@ def test_clear_after_save_and_reopen_keeps_the_drivers(addon, tmp_path):
     same_as(before, what="after Clear Bake in the reopened file")
 
 
-def test_remove_after_the_user_deleted_the_armature_modifier(addon):
-    """Nothing to restore on a modifier that is gone: Remove still switches off and says so."""
+@pytest.mark.parametrize("display", ["EVALUATED", "GPU"])
+def test_deleting_the_armature_modifier_takes_hybrid_skin_off(addon, capfd, display):
+    """Issue 26 §3: with the Armature modifier gone, Hybrid Skin's own modifier would deform the mesh by
+    itself. The update that reports the deletion takes Hybrid Skin off (its modifier and group too), as
+    Blender alone would leave the object, and says so once."""
     arm, obj = rig(add=False)
     obj.modifiers.new("Smooth", "SMOOTH")
-    bpy.ops.hybrid_skin.add()
+    bpy.ops.hybrid_skin.add(display=display)
     obj.modifiers.remove(obj.modifiers["Armature"])
-    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
-    assert obj.display_type == "TEXTURED" and obj.modifiers["Smooth"].show_viewport
+    bpy.context.view_layer.update()
+    assert [m.name for m in obj.modifiers] == ["Smooth"] and obj.modifiers["Smooth"].show_viewport
+    assert obj.display_type == "TEXTURED" and not obj.vertex_groups.get("HybridSkin Factor")
     assert not obj.hybrid_skin.enabled and not obj.hybrid_skin.saved_state
+    assert capfd.readouterr().out.count("no longer has the Armature modifier Hybrid Skin followed") == 1

@@ -1,7 +1,9 @@
 """The Evaluated display (Blender's own stack, the render path) mixes by a vertex group the add-on writes.
 That group must follow the factor the panel shows whenever it changes without a property update: a
 keyframed or driven Deform Factor during playback and renders, and a factor group painted in Weight Paint
-or set by a script. Truth: Blender's own LBS + Preserve Volume mix at the factor the settings give.
+or set by a script — in the same evaluation that shows it (Blender's second pass of an update evaluates
+what the handlers wrote). Truth: Blender's own LBS + Preserve Volume mix at the factor the settings give,
+on a plain copy of the object (``native_positions``).
 """
 
 from __future__ import annotations
@@ -39,12 +41,9 @@ def _twist_group(addon):
 
 
 def _shown_equals_blender(hs, cyl: bpy.types.Object, factor, what: str) -> np.ndarray:
-    """What the Evaluated display shows equals Blender's own mix at ``factor`` (the display is taken down
-    to measure Blender's mix on the user's own modifier, then put back)."""
+    """What the Evaluated display shows equals Blender's own mix at ``factor``."""
     shown = evaluated_positions(cyl)
-    hs.display.restore(cyl)
     assert_close(shown, native_positions(cyl, factor), what)
-    hs.display.apply(cyl)
     return shown
 
 
@@ -79,63 +78,73 @@ def test_a_painted_factor_group_reaches_the_evaluated_display(addon):
     _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "after a script's edit and a frame change")
 
 
-def test_a_factor_group_painted_in_weight_paint_is_shown_once_the_stroke_is_over(addon, monkeypatch):
-    """Not only at the next frame change or back in Object Mode: a weight edit queues the write for a
-    timer, which waits while a paint stroke runs (the stroke may hold the mesh's weight arrays)."""
+def test_a_factor_group_painted_in_weight_paint_is_shown_by_the_update_that_reports_it(addon):
+    """Not only at the next frame change or back in Object Mode: the update that reports the weight edit
+    writes the factors, and Blender's second pass of that update shows them."""
     cyl, twist, ring, hs = _twist_group(addon)
-    refresh = hs.display.write_queued_factors
     before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
-
     assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
+    twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
+    painted = evaluated_positions(cyl)
+    assert np.abs(painted - before).max() > 1e-3, "the paint must change the mix (or this test is void)"
+    assert cyl.vertex_groups.active.name == "Twist", "the user's group stays the one painted"
+    assert_close(painted, native_positions(cyl, group_weights(cyl, "Twist")), "shown while painting")
+
+
+def test_a_factor_group_painted_during_a_stroke_is_written_once_the_stroke_is_over(addon, monkeypatch):
+    """While a paint stroke runs it may hold the mesh's weight arrays: a timer writes after it."""
+    cyl, twist, ring, hs = _twist_group(addon)
+    refresh = hs.factors.write_queued
+    before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
+    assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
+    monkeypatch.setattr(hs.factors, "_stroke_running", lambda: True)
     twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
     stale = evaluated_positions(cyl)  # the update that reports the edit: the write is queued, not done
     assert np.abs(stale - before).max() == 0.0
     try:
         assert bpy.app.timers.is_registered(refresh), "a painted factor group must queue its write"
         # The bpy module runs no timers: called as Blender would call it.
-        monkeypatch.setattr(hs.display, "_stroke_running", lambda: True)
-        assert refresh() == hs.display.FACTOR_WRITE_DELAY_S, "it waits for the stroke to end"
+        assert refresh() == hs.factors.WRITE_DELAY_S, "it waits for the stroke to end"
         assert np.abs(evaluated_positions(cyl) - before).max() == 0.0
-        monkeypatch.setattr(hs.display, "_stroke_running", lambda: False)
+        monkeypatch.setattr(hs.factors, "_stroke_running", lambda: False)
         assert refresh() is None, "one write, and its own update queues nothing more"
     finally:
         if bpy.app.timers.is_registered(refresh):
             bpy.app.timers.unregister(refresh)
-    assert cyl.mode == "WEIGHT_PAINT"
     painted = evaluated_positions(cyl)
     assert np.abs(painted - before).max() > 1e-3, "the paint must change the mix (or this test is void)"
-    assert cyl.vertex_groups.active.name == "Twist", "the user's group stays the one painted"
-    hs.display.restore(cyl)
-    assert_close(painted, native_positions(cyl, group_weights(cyl, "Twist")), "shown while painting")
-    hs.display.apply(cyl)
+    assert_close(painted, native_positions(cyl, group_weights(cyl, "Twist")), "shown after the stroke")
 
 
 def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
-    """An undo step stores the add-on's factor group as it was when the step was pushed (the write comes
-    after a stroke's push): the update after an undo queues the write again."""
+    """An undo step stores the add-on's factor group as it was when the step was pushed (a stroke's step is
+    pushed before its factors are written): after an undo the factors are written again."""
     cyl, twist, ring, hs = _twist_group(addon)
-    refresh = hs.display.write_queued_factors
+    monkeypatch_stroke = pytest.MonkeyPatch()
+    monkeypatch_stroke.setattr(hs.factors, "_stroke_running", lambda: True)  # steps pushed mid-stroke
+    refresh = hs.factors.write_queued
     try:
         bpy.ops.ed.undo_push(message="before")
+        group = json.loads(cyl.hybrid_skin.saved_state)["factor_group"]
+        stored = []
         for weight in (1.0, 0.6):  # two strokes, each pushed before its factors are written
             twist.add(ring, weight, "REPLACE")
             bpy.ops.ed.undo_push(message=f"paint {weight}")
+            stored.append(group_weights(cyl, group))  # what the step holds of the add-on's group
             evaluated_positions(cyl)
-            refresh()
+        monkeypatch_stroke.undo()
+        refresh()
         assert bpy.ops.ed.undo() == {"FINISHED"}
         cyl = bpy.data.objects[cyl.name]
         assert abs(group_weights(cyl, "Twist")[ring[0]] - 1.0) < 1e-6
-        stale = evaluated_positions(cyl)
-        assert bpy.app.timers.is_registered(refresh), "undo must queue the factor write"
-        refresh()
         shown = evaluated_positions(cyl)
-        assert np.abs(shown - stale).max() > 1e-3, "the step's factor group lagged (or this test is void)"
+        lagging = native_positions(cyl, stored[0])  # what the step's own factor group would show
+        assert np.abs(shown - lagging).max() > 1e-3, "the step's factor group lagged (or this test is void)"
     finally:
+        monkeypatch_stroke.undo()
         if bpy.app.timers.is_registered(refresh):
             bpy.app.timers.unregister(refresh)
-    hs.display.restore(cyl)
     assert_close(shown, native_positions(cyl, group_weights(cyl, "Twist")), "after undo")
-    hs.display.apply(cyl)
 
 
 @pytest.mark.parametrize("part", ["modifier", "group"])
@@ -153,13 +162,6 @@ def test_a_removed_display_modifier_or_group_is_set_up_again(addon, part):
         cyl.modifiers.remove(next(m for m in cyl.modifiers if hs.display.bridge.is_mix_modifier(m)))
     else:
         cyl.vertex_groups.remove(cyl.vertex_groups[record["factor_group"]])
-    bpy.context.view_layer.update()
-    timer = hs.display.write_queued_factors
-    try:
-        assert bpy.app.timers.is_registered(timer)
-        timer()  # the bpy module runs no timers: called as Blender would
-    finally:
-        if bpy.app.timers.is_registered(timer):
-            bpy.app.timers.unregister(timer)
+    bpy.context.view_layer.update()  # the update that reports the removal sets the part up again
     assert any(hs.display.bridge.is_mix_modifier(m) for m in cyl.modifiers)
     _shown_equals_blender(hs, cyl, 0.7, f"after the {part} was removed")

@@ -1,8 +1,9 @@
 """Hybrid Skin outside Object Mode, as a user paints, sculpts and edits a skinned mesh.
 
-* The GPU display hides Blender's drawing of the mesh (bounds, Armature modifier off): weight colours, the
-  edit cage and sculpt brushes would be invisible. Outside Object Mode it steps aside (the user's own setup,
-  so Blender draws the deformed mesh) and is set up again back in Object Mode, after undo and reload too.
+* The GPU display hides Blender's drawing of the mesh (bounds, Armature modifiers off): weight colours, the
+  edit cage and sculpt brushes would be invisible. Outside Object Mode it steps aside (the user's display
+  type and Armature modifier shown, so Blender draws its exact hybrid) and is set up again back in Object
+  Mode, after undo and reload too.
 * The Evaluated display adds its factor group without taking the user's active vertex group: Weight Paint
   paints the group the user picked.
 * Weights and vertices edited in Edit Mode are used without Rebind (leaving Edit Mode reports the mesh like
@@ -37,6 +38,15 @@ def _user_setup(obj: bpy.types.Object) -> dict:
     }
 
 
+def _blender_draws(hs, obj: bpy.types.Object, setup: dict) -> None:
+    """The GPU display steps aside: Blender draws the mesh with the user's display type and Armature
+    modifier shown, and Hybrid Skin's exact setup after it (what Blender draws is the hybrid)."""
+    assert obj.display_type == setup["display_type"]
+    assert obj.modifiers["Armature"].show_viewport
+    assert not hs.display.gpu_draws(obj)
+    assert not hs.viewport.shows_on_gpu(obj, bpy.context.view_layer), "the mesh would be drawn twice"
+
+
 @pytest.fixture
 def bent(addon):
     """``(modules, cylinder, user setup before Add, Blender's own deformation before Add)``: the three-bone
@@ -46,9 +56,9 @@ def bent(addon):
     cyl.display_type = "WIRE"
     activate(cyl)
     setup, lbs = _user_setup(cyl), evaluated_positions(cyl)
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
     hs = modules(addon)
-    assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS"
+    assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert np.abs(evaluated_positions(cyl) - lbs).max() > 0.1, "the GPU display hides Blender's deformation"
     return hs, cyl, setup, lbs
 
@@ -62,13 +72,11 @@ def _mode(obj: bpy.types.Object, mode: str) -> None:
 def test_the_gpu_display_steps_aside_outside_object_mode(bent, mode):
     hs, cyl, setup, lbs = bent
     _mode(cyl, mode)
-    assert _user_setup(cyl) == setup, f"{mode}: the user's display and modifiers are not back"
-    assert not hs.display.gpu_applied(cyl)
-    assert not hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer), f"{mode}: the mesh would be drawn twice"
-    if mode != "EDIT":  # Blender draws its own deformation again (in Edit Mode the modifier's own setting)
-        assert_close(evaluated_positions(cyl), lbs, f"Blender's deformation in {mode}")
+    _blender_draws(hs, cyl, setup)
+    if mode != "EDIT":  # Blender draws the exact hybrid (in Edit Mode the modifiers' own edit-mode setting)
+        assert_close(evaluated_positions(cyl), native_positions(cyl, 0.5), f"Blender's hybrid in {mode}")
     _mode(cyl, "OBJECT")
-    assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS"
+    assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
 
 
@@ -153,10 +161,10 @@ def test_undo_and_redo_across_a_mode_switch_keep_the_display_in_step(bent):
         cyl = bpy.data.objects["Cylinder"]  # undo re-reads the data
         bpy.context.evaluated_depsgraph_get()
         if cyl.mode == "OBJECT":
-            assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS", step
+            assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS", step
         else:
-            assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl), (step, cyl.mode)
-    assert cyl.mode == "OBJECT" and hs.display.gpu_applied(cyl)
+            _blender_draws(hs, cyl, setup)
+    assert cyl.mode == "OBJECT" and hs.display.gpu_draws(cyl)
 
 
 def test_a_file_saved_in_weight_paint_holds_the_users_setup_and_reopens_drawn_right(bent, tmp_path):
@@ -167,10 +175,10 @@ def test_a_file_saved_in_weight_paint_holds_the_users_setup_and_reopens_drawn_ri
     bpy.ops.wm.open_mainfile(filepath=path)
     cyl = bpy.data.objects["Cylinder"]
     assert cyl.mode == "WEIGHT_PAINT", "Blender reopens a file in the mode it was saved in"
-    assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl)
+    _blender_draws(hs, cyl, setup)
     activate(cyl)
     _mode(cyl, "OBJECT")
-    assert hs.display.gpu_applied(cyl)
+    assert hs.display.gpu_draws(cyl)
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert _user_setup(cyl) == setup
 
@@ -225,19 +233,19 @@ def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     dg = bpy.context.evaluated_depsgraph_get()
     auto = hs.bind.cached_bind(cyl, dg).posed(dg).auto_factors()
     assert len(auto) == len(cyl.data.vertices) and np.ptp(auto) > 0.01, "Auto factors vary (or this is void)"
-    assert np.allclose(group_weights(cyl, group), auto, atol=hs.display.AUTO_STEP)
+    assert np.allclose(group_weights(cyl, group), auto, atol=hs.factors.AUTO_STEP)
 
 
 def test_switching_the_display_while_painting_keeps_blenders_drawing_until_object_mode(bent):
     hs, cyl, setup, lbs = bent
     _mode(cyl, "WEIGHT_PAINT")
     cyl.hybrid_skin.display = "EVALUATED"
-    assert cyl.modifiers.get(hs.display.DQS_MODIFIER) is not None, "Evaluated: Blender's own hybrid"
+    assert cyl.modifiers.get(hs.display.MIX_MODIFIER) is not None, "Evaluated: Blender's own hybrid"
     cyl.hybrid_skin.display = "GPU"
-    assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl)
-    assert_close(evaluated_positions(cyl), lbs, "Blender's deformation while painting")
+    _blender_draws(hs, cyl, setup)
+    assert_close(evaluated_positions(cyl), native_positions(cyl, 0.5), "Blender's hybrid while painting")
     _mode(cyl, "OBJECT")
-    assert hs.display.gpu_applied(cyl) and cyl.display_type == "BOUNDS"
+    assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert _user_setup(cyl) == setup
 
@@ -258,7 +266,7 @@ def test_a_save_in_edit_mode_with_the_evaluated_display_stores_the_users_mesh_ex
     _mode(cyl, "EDIT")
     hs.handlers.on_save_post()
     _mode(cyl, "OBJECT")
-    assert cyl.modifiers.get(hs.display.DQS_MODIFIER) is not None
+    assert cyl.modifiers.get(hs.display.MIX_MODIFIER) is not None
     assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.5), "after the save")
 
 
@@ -276,14 +284,15 @@ def test_an_armature_modifier_the_user_hid_is_respected_by_the_gpu_display(addon
     cyl.modifiers["Armature"].show_viewport = False
     rest, setup = evaluated_positions(cyl), _user_setup(cyl)
     assert np.abs(rest - lbs).max() > 0.1, "hiding the modifier must show the rest shape (or this is void)"
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
-    assert _user_setup(cyl) == setup and not hs.display.gpu_applied(cyl)
+    assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
+    assert cyl.display_type == setup["display_type"] and not hs.display.gpu_draws(cyl)
+    assert not any(m.show_viewport for m in cyl.modifiers), "the user's hidden modifier stays hidden"
     assert not hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
     assert_close(evaluated_positions(cyl), rest, "what Blender shows: the rest shape, as the user asked")
     assert note in draw_panel(panel).labels()
     cyl.modifiers["Armature"].show_viewport = True  # the user shows it again
     bpy.context.view_layer.update()
-    assert hs.display.gpu_applied(cyl) and hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
+    assert hs.display.gpu_draws(cyl) and hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
     assert note not in draw_panel(panel).labels()
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert cyl.modifiers["Armature"].show_viewport, "the user's last choice comes back"

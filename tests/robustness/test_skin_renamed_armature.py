@@ -71,7 +71,7 @@ def test_one_object_that_fails_to_draw_never_stops_the_others(addon, gpu_context
     second = three_bone_cylinder("Second", "RigB")[1]
     for obj in (first, second):
         activate(obj)
-        assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+        assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
     real = hs.viewport.draw_object
 
     def broken_for_first(obj, *args, **kwargs):
@@ -88,6 +88,13 @@ def test_one_object_that_fails_to_draw_never_stops_the_others(addon, gpu_context
         assert [skin.source.object_name for skin in drawn] == ["Second"]
     printed = [line for line in capsys.readouterr().out.splitlines() if "a bug in one object" in line]
     assert printed == ["Hybrid Skin: cannot draw 'First': RuntimeError: a bug in one object"]
+    # Blender's exact stack shows the one that failed (a timer steps aside: the bpy module runs none).
+    assert bpy.app.timers.is_registered(hs.viewport.step_aside_failed)
+    bpy.app.timers.unregister(hs.viewport.step_aside_failed)
+    hs.viewport.step_aside_failed()
+    assert not hs.display.gpu_draws(first) and hs.display.gpu_draws(second)
+    assert first.modifiers["Armature"].show_viewport and first.display_type != "BOUNDS"
+    assert_close(evaluated_positions(first), native_positions(first, 0.5), "the object that failed to draw")
 
 
 # -------------------------------------------------------------- the Armature modifier renamed after Add

@@ -57,21 +57,43 @@ def test_installed_zip_registers_operators_panel_and_property(addon):
     assert addon.__name__ == "bl_ext.user_default.hybrid_skin"
 
 
-def test_add_gpu_display_hides_native_drawing_and_remove_restores_exactly(addon, rigged):
+def test_add_sets_up_blenders_exact_hybrid_and_remove_restores_exactly(addon, rigged):
+    """Add's default display is Evaluated: the user's Armature modifier as LBS, Hybrid Skin's Preserve
+    Volume modifier after it mixing by the factor group; Blender draws it."""
     arm, cyl = rigged
     cyl.modifiers.new("Smooth", "CORRECTIVE_SMOOTH")
     cyl.display_type = "SOLID"
     before = snapshot(cyl)
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     settings = cyl.hybrid_skin
-    assert settings.enabled and settings.display == "GPU" and settings.deform_factor == 0.5
-    assert [m.show_viewport for m in cyl.modifiers] == [False, False]
-    assert [m.show_render for m in cyl.modifiers] == [True, True]  # renders untouched
-    assert cyl.display_type == "BOUNDS"
+    assert settings.enabled and settings.display == "EVALUATED" and settings.deform_factor == 0.5
+    assert [m.name for m in cyl.modifiers] == ["Armature", "HybridSkin DQS", "Smooth"]
+    assert all(m.show_viewport and m.show_render for m in cyl.modifiers)
+    assert cyl.display_type == "SOLID" and cyl.vertex_groups.get("HybridSkin Factor") is not None
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert snapshot(cyl) == before
     assert not cyl.hybrid_skin.enabled
     assert not bpy.ops.hybrid_skin.remove.poll() and not bpy.ops.hybrid_skin.rebind.poll()
+
+
+def test_add_gpu_display_hides_native_drawing_and_remove_restores_exactly(addon, rigged):
+    arm, cyl = rigged
+    cyl.display_type = "SOLID"
+    before = snapshot(cyl)
+    assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
+    assert cyl.hybrid_skin.display == "GPU"
+    assert [m.show_viewport for m in cyl.modifiers] == [False, False]
+    assert [m.show_render for m in cyl.modifiers] == [True, True]  # renders: Blender's exact hybrid
+    assert cyl.display_type == "BOUNDS"
+    cyl.modifiers.new("Smooth", "CORRECTIVE_SMOOTH")  # a modifier after it: Blender draws the stack
+    bpy.context.view_layer.update()
+    assert all(m.show_viewport for m in cyl.modifiers) and cyl.display_type == "SOLID"
+    cyl.modifiers.remove(cyl.modifiers["Smooth"])
+    bpy.context.view_layer.update()
+    assert cyl.display_type == "BOUNDS", "the GPU display draws again"
+    assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
+    assert snapshot(cyl) == before
+    assert not cyl.hybrid_skin.enabled
 
 
 def test_evaluated_display_equals_the_core(addon, rigged):
@@ -115,21 +137,18 @@ def test_save_reload_keeps_settings_and_saves_the_users_own_setup(addon, rigged,
     cyl.hybrid_skin.deform_factor = 0.73
     path = tmp_path / "saved.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-    assert cyl.display_type == "BOUNDS"  # re-applied after saving
-    # What is on disk is the user's own setup plus the settings.
-    with bpy.data.libraries.load(str(path)) as (src, dst):
+    assert cyl.modifiers.get("HybridSkin DQS") is not None  # set up again after saving
+    # What is on disk is the user's own setup plus the settings (linked: appending would set it up).
+    with bpy.data.libraries.load(str(path), link=True) as (src, dst):
         dst.objects = ["Cylinder"]
     loaded = dst.objects[0]
-    on_disk = snapshot(loaded)
-    for m in on_disk["modifiers"]:  # appending brings the armature in as "Rig.001"
-        m["object"] = m["object"] and m["object"].removesuffix(".001")
-    assert on_disk == before
+    assert snapshot(loaded) == before
     assert loaded.hybrid_skin.enabled and abs(loaded.hybrid_skin.deform_factor - 0.73) < 1e-7
     bpy.data.objects.remove(loaded)
     bpy.ops.wm.open_mainfile(filepath=str(path))
     cyl = bpy.data.objects["Cylinder"]
     assert cyl.hybrid_skin.enabled and abs(cyl.hybrid_skin.deform_factor - 0.73) < 1e-7
-    assert cyl.display_type == "BOUNDS"  # load_post re-armed the GPU display
+    assert cyl.modifiers.get("HybridSkin DQS") is not None  # load_post set the display up again
 
 
 def test_deform_factor_is_animatable(addon, rigged):

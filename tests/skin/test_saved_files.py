@@ -34,7 +34,9 @@ def test_settings_of_an_old_file_load_with_the_new_identifiers(addon, saved):
     assert settings.enabled and settings.display == "EVALUATED"
     assert settings.factor_mode == "VERTEX_GROUP" and settings.factor_vertex_group == "Twisty"
     assert settings.deform_factor == pytest.approx(0.7)
-    assert baked.hybrid_skin.enabled and baked.hybrid_skin.display == "GPU"
+    # "Baked" kept the Display default of its day (GPU), which a file does not store: it opens with
+    # today's default, Evaluated (issue 26: the display that every consumer sees).
+    assert baked.hybrid_skin.enabled and baked.hybrid_skin.display == "EVALUATED"
     assert baked.hybrid_skin.factor_mode == "AUTO" and baked.hybrid_skin.bake_state
 
 
@@ -65,7 +67,8 @@ def test_an_old_bake_plays_clears_and_removes_cleanly(addon, saved):
     assert bpy.ops.hybrid_skin.clear_bake() == {"FINISHED"}
     assert baked.data.shape_keys is None and not baked.hybrid_skin.bake_state
     armature = baked.modifiers["Armature"]
-    assert armature.show_render and not armature.show_viewport  # the GPU display is applied again
+    assert armature.show_render and armature.show_viewport  # the (Evaluated) display is set up again
+    assert baked.modifiers.get("HybridSkin DQS") is not None
     bpy.context.view_layer.objects.active = evaluated
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert evaluated.modifiers.get("HybridSkin DQS") is None

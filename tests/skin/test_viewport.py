@@ -40,7 +40,7 @@ def robot(hs, assets):
     play(arm, clip_action("Punch"), 12.0)
     for obj in skinned:
         bpy.context.view_layer.objects.active = obj
-        assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+        assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
         assert obj.hybrid_skin.display == "GPU"
     yield arm, skinned
     hs.viewport.forget()

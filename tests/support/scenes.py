@@ -42,14 +42,95 @@ def native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -
     vertex group of weight f: Blender interpolates (1-f)·LBS + f·DQS per vertex. When the modifier has
     a mask vertex group that setup cannot express the mask on the DQS part (the multi-modifier's own
     group is the mix weight), so the mix is taken from Blender's masked LBS and masked DQS results.
+
+    Evaluated on a plain copy of the object (:func:`plain_copy`): Hybrid Skin's own setup on the object
+    (its Preserve Volume modifier, its hidden modifiers) takes no part, and its handlers never see the
+    oracle's temporary modifier on the object under test.
     """
+    with plain_copy(obj) as copy:
+        return _native_positions(copy, deform_factor)
+
+
+class plain_copy:  # noqa: N801 - used as a context manager, like contextlib's
+    """A copy of ``obj`` (its own mesh, same place, parent and weights) without Hybrid Skin: the add-on's
+    Preserve Volume modifier removed and its settings off; removed again on leaving."""
+
+    def __init__(self, obj: bpy.types.Object):
+        self.obj = obj
+
+    def __enter__(self) -> bpy.types.Object:
+        obj = self.obj
+        copy = obj.copy()
+        copy.data = obj.data.copy()
+        if hasattr(copy, "hybrid_skin"):
+            copy.hybrid_skin.saved_state = ""  # the original's record: not the copy's to restore
+            copy.hybrid_skin.bake_state = ""
+            copy.hybrid_skin.enabled = False
+        for mod in [m for m in copy.modifiers if m.name.startswith("HybridSkin DQS")]:
+            copy.modifiers.remove(mod)
+        ours = [g for g in copy.vertex_groups if g.name.startswith("HybridSkin Factor") and g.lock_weight]
+        for group in ours:
+            copy.vertex_groups.remove(group)
+        for mod in copy.modifiers:
+            if mod.type == "ARMATURE":
+                mod.show_viewport = True  # (hidden on the original by the GPU display)
+        for collection in obj.users_collection:
+            collection.objects.link(copy)
+        if not obj.users_collection:
+            bpy.context.scene.collection.objects.link(copy)
+        self.copy = copy
+        bpy.context.view_layer.update()
+        return copy
+
+    def __exit__(self, *_exc) -> None:
+        mesh = self.copy.data
+        bpy.data.objects.remove(self.copy)
+        bpy.data.meshes.remove(mesh)
+        bpy.context.view_layer.update()
+
+
+class native_twin(plain_copy):  # noqa: N801 - a context manager
+    """A plain copy of ``obj`` (see :class:`plain_copy`) that Blender deforms by its own exact hybrid at
+    ``deform_factor`` (one number, or one per vertex) for as long as the block runs: the user's Armature
+    modifier as LBS, a Preserve Volume one with Multi Modifier after it mixing by a vertex group. What a
+    scene built on it computes (clothing, instances, exports) is what Blender alone computes for the
+    hybrid."""
+
+    def __init__(self, obj: bpy.types.Object, deform_factor: float | np.ndarray):
+        super().__init__(obj)
+        self.factor = deform_factor
+
+    def __enter__(self) -> bpy.types.Object:
+        copy = super().__enter__()
+        copy.name = self.obj.name + " (Blender's hybrid)"
+        mod = next(m for m in copy.modifiers if m.type == "ARMATURE")
+        n = len(copy.data.vertices)
+        f = np.broadcast_to(np.asarray(self.factor, dtype=np.float64), (n,))
+        mod.use_deform_preserve_volume = False
+        group = copy.vertex_groups.new(name=FACTOR_GROUP)
+        for value in np.unique(f):
+            group.add(np.flatnonzero(f == value).tolist(), float(value), "REPLACE")
+        extra = copy.modifiers.new("HS_oracle_dqs", "ARMATURE")
+        extra.object = mod.object
+        extra.use_deform_preserve_volume = True
+        extra.use_multi_modifier = True
+        extra.vertex_group = group.name
+        extra.use_vertex_groups = mod.use_vertex_groups
+        extra.use_bone_envelopes = mod.use_bone_envelopes
+        at = list(copy.modifiers).index(mod)
+        copy.modifiers.move(len(copy.modifiers) - 1, at + 1)
+        bpy.context.view_layer.update()
+        return copy
+
+
+def _native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -> np.ndarray:
     mod = next(m for m in obj.modifiers if m.type == "ARMATURE")
     saved = (mod.use_deform_preserve_volume, mod.show_viewport)
     n = len(obj.data.vertices)
     f = np.broadcast_to(np.asarray(deform_factor, dtype=np.float64), (n,))
     extra = group = None
     if mod.vertex_group and not (np.all(f == 0.0) or np.all(f == 1.0)):
-        lbs, dqs = native_positions(obj, 0.0), native_positions(obj, 1.0)
+        lbs, dqs = _native_positions(obj, 0.0), _native_positions(obj, 1.0)
         return ((1.0 - f)[:, None] * lbs + f[:, None] * dqs).astype(np.float32)
     try:
         mod.show_viewport = True
@@ -173,6 +254,8 @@ __all__ = [
     "make_chain_armature",
     "make_cylinder",
     "native_positions",
+    "native_twin",
+    "plain_copy",
     "pose_bone",
     "skin_to_chain",
 ]

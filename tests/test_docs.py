@@ -1,0 +1,53 @@
+"""The documentation a newcomer reads: a short README that is the front page, reference in ``docs/``,
+and every link and picture they click landing somewhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = sorted(
+    [REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("shaders/**/*.md"), REPO / "assets/README.md"]
+)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    anchors = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", title)))
+    return anchors
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_and_picture_exists(page):
+    broken = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        if not resolved.exists():
+            broken.append(target)
+        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append(target)
+    assert not broken, f"{page.relative_to(REPO)}: broken links {broken}"
+
+
+def test_the_readme_is_a_front_page():
+    """What it is, a picture, install, the two commands, a tour, where to read on — in a few minutes."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) < 12_000
+    for heading in ("## Install", "## The two commands", "## A tour", "## Read on"):
+        assert heading in readme
+    assert "make demo" in readme and "make test" in readme
+    linked = set(LINK.findall(readme))
+    for page in REPO.glob("docs/*.md"):
+        assert f"docs/{page.name}" in linked, f"README does not lead to docs/{page.name}"
+
