@@ -85,6 +85,8 @@ class OracleGap:
         for i, part in enumerate(self.parts):
             span = slice(part.start, part.stop)
             linear = sample.world[i, :3, :3]
+            if lbs[i].shape != (part.stop - part.start, 3):  # Blender's output is not vertex for vertex
+                continue
             lo, hi = lbs[i].astype(np.float64), dqs[i].astype(np.float64)
             f = bone_factor if self.bones else np.asarray(factors[i], dtype=np.float64)
             f = np.reshape(f, (-1, 1)) if np.ndim(f) else float(f)
