@@ -193,11 +193,15 @@ float hs_round_factor(ivec2 span, vec4 auto_rest, float width)
   vec3 co_ah = vec3(0.0);
   float sum_t = 0.0, sum_s = 0.0, sum_aa = 0.0;
   vec3 sum_ah = vec3(0.0);
+  /* Relative to the first influence, as the numpy twin: nearby values subtract exactly. */
+  int first = span.y > 0 ? int(hs_influence_entry(span.x).x) : 0;
+  vec4 origin1 = hs_bone_texel(first, HS_AUTO_TEXEL);
+  vec4 origin2 = hs_bone_texel(first, HS_AUTO_TEXEL + 1);
   for (int e = 0; e < span.y; e++) {
     vec2 bw = hs_influence_entry(span.x + e);
     int bone = int(bw.x);
-    vec4 x1 = hs_bone_texel(bone, HS_AUTO_TEXEL);
-    vec4 x2 = hs_bone_texel(bone, HS_AUTO_TEXEL + 1);
+    vec4 x1 = hs_bone_texel(bone, HS_AUTO_TEXEL) - origin1;
+    vec4 x2 = hs_bone_texel(bone, HS_AUTO_TEXEL + 1) - origin2;
     vec4 d1 = x1 - mean1;
     vec4 d2 = x2 - mean2;
     sum_t += bw.y * (total * d1.x * d1.x + dev1.x);

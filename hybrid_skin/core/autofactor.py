@@ -324,6 +324,7 @@ def _round_chunk(
     f32 = np.float32
     v = np.ascontiguousarray(w.T)  # (K, m)
     x = np.take(table, idx.T, axis=1)  # (8, K, m)
+    x -= x[:, :1, :].copy()  # relative to the first influence: nearby values subtract exactly (Sterbenz)
     total = v.sum(axis=0)
     scale = np.divide(f32(1.0), total, out=np.zeros_like(total), where=total > 0.0)
     mean = np.einsum("kn,ckn->cn", v, x) * scale
@@ -333,7 +334,8 @@ def _round_chunk(
     ah = np.einsum("kn,ckn->cn", vz, x[5:8]) * total
     t = np.einsum("kn,kn->n", v * x[0], x[0]) * total
     s = np.einsum("kn,ckn,ckn->n", v, x[1:4], x[1:4]) * total
-    pairs = f32(0.5) * (total * total - np.einsum("kn,kn->n", v, v))
+    before = np.cumsum(v, axis=0) - v  # weight of the influences before each: P without cancellation
+    pairs = np.einsum("kn,kn->n", v, before)
     n = total.shape[0]
     joint = np.divide(ah, aa, out=np.zeros_like(ah), where=aa > 0.0)  # (3, m)
     off = geometry[:, :3].T - joint
