@@ -334,7 +334,8 @@ def _round_chunk(
     ah = np.einsum("kn,ckn->cn", vz, x[5:8]) * total
     t = np.einsum("kn,kn->n", v * x[0], x[0]) * total
     s = np.einsum("kn,ckn,ckn->n", v, x[1:4], x[1:4]) * total
-    before = np.cumsum(v, axis=0) - v  # weight of the influences before each: P without cancellation
+    before = np.zeros_like(v)  # the weight of the influences before each: P without cancellation
+    np.cumsum(v[:-1], axis=0, out=before[1:])
     pairs = np.einsum("kn,kn->n", v, before)
     n = total.shape[0]
     joint = np.divide(ah, aa, out=np.zeros_like(ah), where=aa > 0.0)  # (3, m)

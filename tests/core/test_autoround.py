@@ -165,7 +165,9 @@ def test_the_vectorised_chunks_equal_the_pair_loop_on_hard_influences() -> None:
     n, k, b = 300, 8, 24
     weights = RNG.random((n, k)).astype(np.float32) ** 3
     weights[: n // 4, 1:] *= np.float32(1e-4)
+    weights[: n // 8] = np.roll(weights[: n // 8], 1, axis=1)  # the tiny weight first: the origin
     weights[n // 4 : n // 2, 2:] = 0.0
+    weights[n // 4 : n // 4 + 10, 0] *= np.float32(1e-6)
     weights /= weights.sum(axis=1, keepdims=True)
     weights[7] = 0.0
     idx = RNG.integers(0, b, (n, k)).astype(np.int32)
