@@ -7,14 +7,9 @@ import bpy
 from ..core.analysis import Analysis
 from .operators import HYBRID_SKIN_OT_analyze, analyzed_object, last_analysis
 
-#: How the panel names the analysis rows (others by their own name).
-ROW_LABELS = {
-    "current": "Own",
-    "best": "Best",
-    "AUTO": "Auto",
-    "AUTO_KEEP_VOLUME": "Auto Vol.",
-    "AUTO_JOINT": "Auto 0.1",
-}
+#: How the panel names the rows of Auto's other profiles (the rest by their own name: "AUTO" is the default
+#: profile, Round).
+ROW_LABELS = {"AUTO_KEEP_VOLUME": "Keep Vol.", "AUTO_JOINT": "Auto 0.1"}
 
 __all__ = ["VIEW3D_PT_hybrid_skin_analyze", "draw_results"]
 
