@@ -8,8 +8,11 @@ Run from the repository root (numpy only, no Blender; a few minutes on two cores
 blend zone is 0.6, 0.8, 1.25 or 1.6 diameters wide with a linear or a smoothstep weight ramp (the tables'
 limb, one diameter with a linear ramp, is left out), bent 0-150° in steps of 15° and twisted 0-180° in
 steps of 45° at the same joint (432 poses with the rest pose left out). Each pose is measured with
-``hybrid_skin.core.metrics``: its *worst artifact* is the largest of the joint's bulge, its shrink, and,
-when the joint twists, its collapse (a ring that narrows).
+``hybrid_skin.core.metrics``: its *worst artifact* is the largest of the joint's bulge and its shrink for a
+bend, of its bulge and its collapse (a ring that narrows) for a twist, and of its bulge and collapse when the
+joint does both. Shrink is left out there: it is measured on the convex side of the *rest* pose, and a
+twist at the same joint carries those vertices around the limb (even DQS "shrinks" 97 % at bend 120° with
+twist 180°), so it no longer says whether the outside of the bend thins.
 
 **ROUND**: ``width``, ``swing_exponent`` and ``twist_weight`` minimise the root mean square, over the
 sweep, of each pose's worst artifact divided by the worst artifact of the best single factor for that pose
@@ -80,7 +83,10 @@ class Pose:
 
     def worst(self, factors: float | np.ndarray) -> float:
         j = self.measure(factors)
-        return max(j.bulge, j.shrink, j.collapse if self.twisted else 0.0)
+        bent = self.name[2] > 0
+        if self.twisted:
+            return max(j.bulge, j.collapse) if bent else max(j.bulge, j.shrink, j.collapse)
+        return max(j.bulge, j.shrink)
 
     def factors(self, shape: autofactor.RoundShape) -> np.ndarray:
         limb = self.limb

@@ -108,8 +108,8 @@ class RoundShape(NamedTuple):
 #: The fitted profiles: ``tools/fit_auto.py`` prints these numbers (``KEEP_VOLUME`` is ``ROUND`` widened
 #: until no bend of the fit's sweep thins its convex side by more than 0.5 %).
 ROUND_SHAPES = {
-    "ROUND": RoundShape(width=3.44, swing_exponent=-1.88, twist_weight=6.9),
-    "KEEP_VOLUME": RoundShape(width=1.7, swing_exponent=-1.88, twist_weight=6.9),
+    "ROUND": RoundShape(width=2.15, swing_exponent=-0.97, twist_weight=0.49),
+    "KEEP_VOLUME": RoundShape(width=1.07, swing_exponent=-0.97, twist_weight=0.49),
 }
 #: theta^2 of a 90° swing, where ``k = width``.
 QUARTER_TURN_SQ = (np.pi / 2.0) ** 2
