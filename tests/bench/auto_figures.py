@@ -33,7 +33,7 @@ from hybrid_skin.skin import bind as rig  # noqa: E402
 
 VERTICES = 100_000
 BONES = 48
-ROUNDS = 9
+ROUNDS = 15
 DRAW_TARGET = 64
 
 
