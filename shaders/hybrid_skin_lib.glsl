@@ -6,20 +6,24 @@
  *   dq_to_rows                 <-> _dq_rows_to_matrices   (dual_quaternion_lib.glsl, prepended)
  *   hs_hybrid_rows             <-> _chunk_matrices        (factor mix, then the influence blend)
  *   hs_cofactor_apply          <-> cofactor_apply
- *   hs_auto_factor             <-> autofactor.vertex_factors
+ *   hs_auto_factor             <-> autofactor.joint_vertex_factors   (Auto profile "JOINT")
+ *   hs_round_factor            <-> autofactor.round_factors          (Auto profiles "ROUND", "KEEP_VOLUME")
  * A 3x4 matrix is three vec4 rows r0, r1, r2 (p' = (dot(r0, p1), dot(r1, p1), dot(r2, p1)), p1 = (p, 1)),
  * the layout of the bone texture, so no transposes hide between the texture and the maths.
  *
  * Resources (declared by hybrid_skin/draw/shaders.py, layout in hybrid_skin/core/gpu_layout.py):
- *   bone_texture       RGBA32F, 9 texels per bone row: matrix rows 0-2, real, dual, pivot columns 0-2,
- *                      AUTO data (tau, sigma_xyz)
+ *   bone_texture       RGBA32F, 10 texels per bone row: matrix rows 0-2, real, dual, pivot columns 0-2,
+ *                      Auto data (tau, sigma_xyz), (A, H_xyz)
  *   influence_texture  RG32F, HS_INFLUENCE_WIDTH texels per row: (bone index, weight) in stored order
  *   params             the HybridSkinParams block of hybrid_skin_params.glsl (flags.x = 0 when every bone
- *                      is rigid: skips three fetches per influence; flags.w = HS_FACTOR_MODE_AUTO selects
- *                      the AUTO factor)
+ *                      is rigid: skips three fetches per influence; flags.w selects the factor:
+ *                      HS_FACTOR_MODE_AUTO_JOINT or HS_FACTOR_MODE_AUTO_ROUND (width factors.z) for Auto)
+ *   auto_rest          per vertex (x, y, z, r^2): rest position in armature space and squared rest distance
+ *                      to its nearest bone (autofactor.vertex_geometry), for the round profiles
  * Defines: HS_DQS_ONLY / HS_LBS_ONLY compile single-method variants (benchmarks, A/B comparisons);
- * HS_AUTO_SWING, HS_AUTO_RANGE, HS_AUTO_EPSILON_SQ, HS_AUTO_TEXEL and HS_FACTOR_MODE_AUTO come from the
- * Python modules that own them (core/autofactor.py, core/gpu_layout.py, draw/shaders.py).
+ * HS_AUTO_SWING, HS_AUTO_RANGE, HS_AUTO_EPSILON_SQ, HS_ROUND_SWING_EXPONENT, HS_ROUND_TWIST_WEIGHT,
+ * HS_QUARTER_TURN_SQ, HS_AUTO_TEXEL and HS_FACTOR_MODE_AUTO_* come from the Python modules that own them
+ * (core/autofactor.py, core/gpu_layout.py, draw/shaders.py).
  */
 
 vec4 hs_bone_texel(int bone, int texel)
@@ -144,7 +148,7 @@ vec3 hs_cofactor_apply(mat4 m, vec3 n)
   return hs_cofactor_apply(row0, row1, row2, n);
 }
 
-/* AUTO factor (core/autofactor.py::vertex_factors) from the per-bone (tau, sigma) of bone texel
+/* Auto profile "JOINT" (core/autofactor.py::joint_vertex_factors) from the per-bone (tau, sigma) of bone texel
  * HS_AUTO_TEXEL over the vertex's influences:
  *   P = sum_{i<j} w_i w_j   T = sum_{i<j} w_i w_j (tau_i - tau_j)^2   S = sum_{i<j} w_i w_j |sigma_i - sigma_j|^2
  *   f = HS_AUTO_SWING + HS_AUTO_RANGE * T / (T + S + HS_AUTO_EPSILON_SQ * P)   (HS_AUTO_SWING when no pairs)
@@ -173,12 +177,70 @@ float hs_auto_factor(ivec2 span)
   return HS_AUTO_SWING + HS_AUTO_RANGE * (denom > 0.0 ? t / denom : 0.0);
 }
 
-/* The per-vertex deform factor: AUTO (from the pose, flags.w), else the global slider times the
- * (optional) per-vertex map, in [0, 1]. */
-float hs_vertex_factor(ivec2 span, float map_value)
+/* Auto profiles "ROUND" and "KEEP_VOLUME" (core/autofactor.py::round_factors; their width is params.factors.z).
+ * Over the vertex's influences, with both Auto texels x1 = (tau, sigma_xyz), x2 = (A, H_xyz) of each bone, the
+ * pair sums P, T = sum w_i w_j dtau^2, S = sum w_i w_j |dsigma|^2, sum w_i w_j dA^2 and sum w_i w_j dA dH, in one
+ * pass (the identity of hs_auto_factor, co-moments included), then the vertex's joint J = (sum dA dH) /
+ * (sum dA^2), z^2 = |x - J|^2 / r^2 - 1 from auto_rest = (x, r^2), F = exp(-k z^2) with
+ * k = width (theta / 90 deg)^HS_ROUND_SWING_EXPONENT, theta^2 = S / P, and
+ * f = (HS_ROUND_TWIST_WEIGHT T + S F + HS_AUTO_EPSILON_SQ P) / (HS_ROUND_TWIST_WEIGHT T + S + HS_AUTO_EPSILON_SQ P),
+ * 1 when the vertex has no pair of influences. */
+float hs_round_factor(ivec2 span, vec4 auto_rest, float width)
 {
-  if (params.flags.w == HS_FACTOR_MODE_AUTO) {
+  float total = 0.0, pairs = 0.0;
+  vec4 mean1 = vec4(0.0), mean2 = vec4(0.0), dev1 = vec4(0.0);
+  float dev_a = 0.0;
+  vec3 co_ah = vec3(0.0);
+  float sum_t = 0.0, sum_s = 0.0, sum_aa = 0.0;
+  vec3 sum_ah = vec3(0.0);
+  /* Relative to the first influence, as the numpy twin: nearby values subtract exactly. */
+  int first = span.y > 0 ? int(hs_influence_entry(span.x).x) : 0;
+  vec4 origin1 = hs_bone_texel(first, HS_AUTO_TEXEL);
+  vec4 origin2 = hs_bone_texel(first, HS_AUTO_TEXEL + 1);
+  for (int e = 0; e < span.y; e++) {
+    vec2 bw = hs_influence_entry(span.x + e);
+    int bone = int(bw.x);
+    vec4 x1 = hs_bone_texel(bone, HS_AUTO_TEXEL) - origin1;
+    vec4 x2 = hs_bone_texel(bone, HS_AUTO_TEXEL + 1) - origin2;
+    vec4 d1 = x1 - mean1;
+    vec4 d2 = x2 - mean2;
+    sum_t += bw.y * (total * d1.x * d1.x + dev1.x);
+    sum_s += bw.y * (total * dot(d1.yzw, d1.yzw) + dev1.y + dev1.z + dev1.w);
+    sum_aa += bw.y * (total * d2.x * d2.x + dev_a);
+    sum_ah += bw.y * (total * d2.x * d2.yzw + co_ah);
+    pairs += bw.y * total;
+    total += bw.y;
+    float r = total > 0.0 ? bw.y / total : 0.0;
+    mean1 += r * d1;
+    mean2 += r * d2;
+    vec4 e1 = x1 - mean1;
+    vec4 e2 = x2 - mean2;
+    dev1 += bw.y * d1 * e1; /* West's weighted update, as in hs_auto_factor */
+    dev_a += bw.y * d2.x * e2.x;
+    co_ah += bw.y * d2.x * e2.yzw;
+  }
+  vec3 joint = sum_aa > 0.0 ? sum_ah / sum_aa : vec3(0.0);
+  vec3 off = auto_rest.xyz - joint;
+  float ratio = auto_rest.w > 0.0 ? dot(off, off) / auto_rest.w : 0.0;
+  float along = sum_aa > 0.0 ? max(ratio - 1.0, 0.0) : 0.0;
+  float swing = (pairs > 0.0 ? sum_s / pairs : 0.0) / HS_QUARTER_TURN_SQ;
+  float k = width * exp(0.5 * HS_ROUND_SWING_EXPONENT * log(max(swing, 1e-12)));
+  float profile = exp(-k * along);
+  float twist = HS_ROUND_TWIST_WEIGHT * sum_t;
+  float rest = HS_AUTO_EPSILON_SQ * pairs;
+  float denom = twist + sum_s + rest;
+  return denom > 0.0 ? (twist + sum_s * profile + rest) / denom : 1.0;
+}
+
+/* The per-vertex deform factor: Auto (from the pose, flags.w), else the global slider times the (optional)
+ * per-vertex map, in [0, 1]. */
+float hs_vertex_factor(ivec2 span, float map_value, vec4 auto_rest)
+{
+  if (params.flags.w == HS_FACTOR_MODE_AUTO_JOINT) {
     return hs_auto_factor(span);
+  }
+  if (params.flags.w == HS_FACTOR_MODE_AUTO_ROUND) {
+    return hs_round_factor(span, auto_rest, params.factors.z);
   }
   return clamp(params.factors.x * mix(1.0, map_value, params.factors.y), 0.0, 1.0);
 }

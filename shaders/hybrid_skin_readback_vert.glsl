@@ -6,7 +6,7 @@
 void main()
 {
   vec3 skinned_p, skinned_n;
-  float f = hs_vertex_factor(skin_span, factor_map);
+  float f = hs_vertex_factor(skin_span, factor_map, auto_rest);
   hs_skin(skin_span, skin_influence, f, rest_position, rest_normal, skinned_p, skinned_n);
   float len = length(skinned_n);
   vec3 unit_n = len > 0.0 ? skinned_n / len : vec3(0.0);

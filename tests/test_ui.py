@@ -155,7 +155,13 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
     drawn = draw_everything(ui)
     assert {"Method", "LBS", "DQS", "current", "best", "AUTO"} <= set(drawn["analyze"].labels())
+    assert {"Keep Vol.", "Auto 0.1", "Shrink"} <= set(drawn["analyze"].labels())  # every profile, shrink
     seen["Evaluated display, analysed"] = offered(drawn)
+
+    settings.factor_mode = "AUTO"
+    drawn = draw_everything(ui)
+    assert drawn["main"].props() == ["deform_factor", "factor_mode", "auto_profile", "display"]
+    seen["Auto"] = offered(drawn)
 
     assert bpy.ops.hybrid_skin.bake_deformation(target="CURRENT") == {"FINISHED"}
     drawn = draw_everything(ui)

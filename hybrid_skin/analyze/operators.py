@@ -12,18 +12,23 @@ import numpy as np
 
 from .. import bridge, factor, runtime
 from ..core.analysis import Analysis, analyze_pose
+from ..core.autofactor import PROFILES
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator
 from ..skin import bind
 
-__all__ = ["HYBRID_SKIN_OT_analyze", "analyze", "analyzed_object", "last_analysis"]
+__all__ = ["AUTO_ROWS", "HYBRID_SKIN_OT_analyze", "analyze", "analyzed_object", "last_analysis"]
+
+#: The analysis row of each Auto profile (the default profile is the row "AUTO").
+AUTO_ROWS = {"ROUND": "AUTO", "KEEP_VOLUME": "AUTO_KEEP_VOLUME", "JOINT": "AUTO_JOINT"}
 
 
 def analyze(
     obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, grid: np.ndarray | None = None
 ) -> Analysis:
     """Measure LBS, DQS, the object's own factor, the best global factor (on ``grid``, default steps
-    of 0.01) and AUTO on ``obj`` at the depsgraph's frame. Raises :class:`..errors.HybridSkinError`."""
+    of 0.01) and every Auto profile on ``obj`` at the depsgraph's frame. Raises
+    :class:`..errors.HybridSkinError`."""
     bound = bind.cached_bind(obj, depsgraph)
     wanted = factor.resolve(obj, bound)
     posed = bound.posed(depsgraph)
@@ -32,7 +37,7 @@ def analyze(
     triangles, corner_vertex, _normals = bridge.surface(obj.data)
     if triangles.size == 0:
         raise HybridSkinError(f"'{obj.name}' has no faces: there is no surface to measure")
-    auto = posed.auto_factors()
+    auto = {AUTO_ROWS[profile]: posed.auto_factors(profile) for profile in PROFILES}
     return analyze_pose(
         rest,
         corner_vertex[triangles],
@@ -41,7 +46,7 @@ def analyze(
         bound.binding,
         posed.palette,
         posed.deform,
-        current=auto if wanted.auto else wanted.values(),
+        current=posed.auto_factors() if wanted.auto else wanted.values(),
         current_label=wanted.label,
         auto=auto,
         object_name=obj.name,
@@ -66,7 +71,7 @@ def last_analysis(obj: bpy.types.Object) -> Analysis | None:
 
 
 class HYBRID_SKIN_OT_analyze(GuardedOperator, bpy.types.Operator):
-    """Measure volume change, joint bulge and candy-wrapper collapse: LBS, DQS, own, best global, Auto"""
+    """Measure volume change, joint bulge and shrink, candy-wrapper collapse: LBS, DQS, own, best, Auto"""
 
     bl_idname = "hybrid_skin.analyze"
     bl_label = "Analyze Deformation"

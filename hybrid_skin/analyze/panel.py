@@ -7,6 +7,10 @@ import bpy
 from ..core.analysis import Analysis
 from .operators import HYBRID_SKIN_OT_analyze, analyzed_object, last_analysis
 
+#: How the panel names the rows of Auto's other profiles (the rest by their own name: "AUTO" is the default
+#: profile, Round).
+ROW_LABELS = {"AUTO_KEEP_VOLUME": "Keep Vol.", "AUTO_JOINT": "Auto 0.1"}
+
 __all__ = ["VIEW3D_PT_hybrid_skin_analyze", "draw_results"]
 
 #: The panel lists at most this many bones, those with the largest artifacts.
@@ -20,7 +24,7 @@ def _percent(value: float | None) -> str:
 def _factor_text(result: Analysis, name: str, factor: float | None) -> str:
     if factor is not None:
         return f"{factor:.2f}"
-    return "auto" if name == "AUTO" else result.current_label
+    return result.current_label if name == "current" else "auto"
 
 
 def draw_results(layout, result: Analysis, frame: int) -> None:
@@ -33,21 +37,22 @@ def draw_results(layout, result: Analysis, frame: int) -> None:
         header.label(text=text)
     for name, (factor, measure) in result.comparison.rows.items():
         row = col.row(align=True)
-        row.label(text=name)
+        row.label(text=ROW_LABELS.get(name, name))
         row.label(text=_factor_text(result, name, factor))
         row.label(text="open mesh" if measure.volume_change is None else _percent(measure.volume_change))
     _draw_bones(layout, result)
 
 
 def _draw_bones(layout, result: Analysis) -> None:
-    """One box per bone (at most :data:`PANEL_BONES`, the worst): bulge, collapse, local volume per method."""
+    """One box per bone (at most :data:`PANEL_BONES`, the worst): bulge, shrink, collapse, local volume per
+    method."""
     by_bone = result.by_bone()
     if not by_bone:
         layout.label(text="No bent or twisted joint at this frame", icon="INFO")
         return
 
     def severity(bone: str) -> float:
-        return max(max(s.bulge, s.collapse) for s in by_bone[bone].values())
+        return max(max(s.bulge, s.shrink, s.collapse) for s in by_bone[bone].values())
 
     order = list(by_bone)
     shown = sorted(sorted(order, key=severity, reverse=True)[:PANEL_BONES], key=order.index)
@@ -56,12 +61,13 @@ def _draw_bones(layout, result: Analysis) -> None:
         box.label(text=bone, icon="BONE_DATA")
         col = box.column(align=True)
         header = col.row(align=True)
-        for text in ("", "Bulge", "Collapse", "Local Vol."):
+        for text in ("", "Bulge", "Shrink", "Collapse", "Local Vol."):
             header.label(text=text)
         for name, summary in by_bone[bone].items():
             row = col.row(align=True)
-            row.label(text=name)
+            row.label(text=ROW_LABELS.get(name, name))
             row.label(text=f"{100.0 * summary.bulge:.1f}%")
+            row.label(text=f"{100.0 * summary.shrink:.1f}%")
             row.label(text=f"{100.0 * summary.collapse:.1f}%")
             row.label(text=_percent(summary.volume_change))
     if len(order) > len(shown):

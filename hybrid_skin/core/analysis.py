@@ -1,8 +1,9 @@
 """One pose's skinning artifacts per joint, for every method, from arrays alone (no Blender).
 
 For one pose the mesh is skinned with LBS, DQS, the object's own factor, the best single global factor
-and Auto, and each result is measured with :mod:`.metrics`: whole-mesh volume change (closed meshes) and,
-per joint, outward bulge, candy-wrapper collapse and local volume change. Everything runs in armature
+and each Auto profile, and each result is measured with :mod:`.metrics`: whole-mesh volume change (closed
+meshes) and, per joint, outward bulge, shrink of the convex side, candy-wrapper collapse and local volume
+change. Everything runs in armature
 space on the bind's palette, where B-bone segment joints are bones of their own; a joint is named by its
 child palette entry. The add-on's Analyze operator feeds :func:`analyze_pose` with the arrays of a posed
 bind; :class:`Analysis` is what its panel shows.
@@ -10,6 +11,7 @@ bind; :class:`Analysis` is what its panel shows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,19 +38,21 @@ MOVED_TOLERANCE = 1e-4
 
 @dataclass(frozen=True)
 class BoneSummary:
-    """One deform bone under one method: the worst bulge and collapse over its joints (a B-bone owns its
-    head joint and its segment joints) and the local volume change at its head joint (``None`` if that
+    """One deform bone under one method: the worst bulge, shrink and collapse over its joints (a B-bone owns
+    its head joint and its segment joints) and the local volume change at its head joint (``None`` if that
     joint did not move). Segment joints are one segment thick, often less than a ring of the mesh, so
     their capped local volume is ill-conditioned; the head joint's region spans the blend between bones."""
 
     bulge: float
     collapse: float
     volume_change: float | None
+    shrink: float = 0.0
 
 
 @dataclass(frozen=True)
 class Analysis:
-    """One analysis of one object: ``comparison`` rows are LBS, DQS, current, best, AUTO.
+    """One analysis of one object: ``comparison`` rows are LBS, DQS, current, best, then one per Auto
+    profile measured (``"AUTO"``, or the names :func:`analyze_pose` was given).
 
     ``current_label`` says what the object's own factor is ("0.50", "group", "auto"). Per measured joint
     (child palette entry): ``labels`` its name, ``bones`` the deform bone that owns it; ``heads`` holds
@@ -74,7 +78,8 @@ class Analysis:
             for bone, joints in grouped.items():
                 head = next((j.volume_change for j in joints if j.joint in self.heads), None)
                 out.setdefault(bone, {})[name] = BoneSummary(
-                    max(j.bulge for j in joints), max(j.collapse for j in joints), head
+                    max(j.bulge for j in joints), max(j.collapse for j in joints), head,
+                    max(j.shrink for j in joints),
                 )
         return out
 
@@ -138,14 +143,15 @@ def analyze_pose(
     *,
     current: float | np.ndarray,
     current_label: str,
-    auto: np.ndarray,
+    auto: np.ndarray | Mapping[str, np.ndarray],
     object_name: str = "",
     object_uid: int = 0,
     frame: int = 0,
     grid: np.ndarray | None = None,
 ) -> Analysis:
     """Measure LBS, DQS, the ``current`` factor (scalar or ``(N,)``), the best global factor (on ``grid``,
-    default steps of 0.01) and the ``auto`` factors ``(N,)`` on one pose.
+    default steps of 0.01) and the ``auto`` factors ``(N,)`` on one pose: one array (row ``"AUTO"``) or a
+    mapping of row names to arrays (one row each, e.g. every Auto profile).
 
     ``rest`` ``(N, 3)``: rest positions in armature space; ``triangles`` ``(T, 3)`` vertex indices;
     ``virtual_rest``/``deform`` ``(V, 4, 4)``: the palette's rest and deform matrices; ``binding`` and
@@ -171,7 +177,7 @@ def analyze_pose(
     rows = {name: both.rows[name] for name in ("LBS", "DQS")}
     scalar = float(current) if np.ndim(current) == 0 else None
     rows["current"] = (scalar, metrics.measure_pose(setup, skin_armature_space(current), deform))
-    rows["best"], rows["AUTO"] = both.rows["best"], both.rows["AUTO"]
+    rows.update((name, row) for name, row in both.rows.items() if name not in rows)
 
     labels, owners = joint_labels(bones)
     joints = [js.child for js in setup.joints]

@@ -1,40 +1,54 @@
 """``factor_mode = 'AUTO'``: a per-vertex deform factor derived from the pose, every frame.
 
-Seed 000 §5.3: a bent elbow looks best near f ≈ 0.55, a twisted one needs f ≥ 0.8, and one global factor
-can only compromise; §6.2 asks for a factor set automatically per joint. Here:
+A single factor for a whole mesh must compromise: a bent elbow looks best near f ≈ 0.55 and a twisted one
+needs f ≥ 0.8 (Hao Yin, *Improved Vertex Skinning Algorithm based on Dual Quaternions*, MSc thesis,
+University of Canterbury, 2019, §5.3). Auto sets it per vertex, from quantities of each bone in this frame
+and of each vertex at rest; nothing is solved per mesh and nothing is stored per frame. Three *profiles*:
 
-1. **Per bone, O(B) on the CPU.** The rotation of bone ``b`` relative to its parent, ``Q_b = rot(inv(D_p) @
-   D_b)`` (``D`` = deform matrices, ``D_p = I`` for a root), is exactly the transform a vertex shared by
-   ``p`` and ``b`` blends across. It is split about the bone's rest Y axis ``a`` (armature space) into
-   *swing* (the shortest rotation taking ``a`` to ``Q a``; a vector ``angle * unit axis``) and *twist*
-   (the signed angle about ``a``: ``2 atan2(q.xyz · a, q.w)`` with ``q.w >= 0``). Both are accumulated down
-   the chain, ``tau_b = tau_p + twist_b`` and ``sigma_b = sigma_p + swing_b``, so that the *difference*
-   between a parent and a child is exactly the child's own twist and swing (and, between more distant
-   bones, the sum of the joints in between).
-2. **Per vertex, a weighted sum over influence pairs** (GLSL-friendly, only per-bone data)::
+* ``"ROUND"`` (the default, :func:`round_factors`): the factor falls from DQS at the joint to LBS away
+  from it, as far out as the joint's swing needs, so that a bent joint stays round: its convex side
+  neither thins (LBS) nor balloons (DQS). Twist pulls every vertex of the joint towards DQS, which
+  removes it exactly.
+* ``"KEEP_VOLUME"``: the same shape, wider, so that the convex side never thins (it bulges a little more).
+* ``"JOINT"``: the Auto of version 0.1, kept for files saved with it (:func:`joint_vertex_factors`): one
+  factor per joint, 0.55 for swing and 1 for twist, mixed by their squared angles.
 
-       P = sum_{i<j} w_i w_j                    T = sum_{i<j} w_i w_j (tau_i - tau_j)^2
-       S = sum_{i<j} w_i w_j |sigma_i - sigma_j|^2
-       f = SWING_FACTOR + (TWIST_FACTOR - SWING_FACTOR) * T / (T + S + ANGLE_EPSILON^2 * P)
+**Per bone, O(B).** The rotation of bone ``b`` relative to its parent, ``Q_b = rot(inv(D_p) @ D_b)``
+(``D`` = deform matrices, ``D_p = I`` for a root), is exactly the transform a vertex shared by ``p`` and
+``b`` blends across. It is split about the bone's rest Y axis ``a`` (armature space) into *swing* (the
+shortest rotation taking ``a`` to ``Q a``; a vector ``angle * unit axis``) and *twist* (the signed angle
+about ``a``). :func:`bone_factor_data` accumulates per bone, down the chain: twist ``tau``, swing vector
+``sigma``, swing angle ``A`` (a path length) and ``H``, the swing angle times the rest head of each joint.
+Differences between two bones are then exactly the joints between them: the twist and swing a vertex
+blending the two sees, and (``dH / dA``) where along the skeleton that swing happens.
 
-   ``T / P`` and ``S / P`` are the weighted mean squared twist and swing between the bones the vertex
-   blends, so a vertex on the elbow ring reads the elbow's rotation whatever its weights, while a vertex
-   that follows one bone gets ``SWING_FACTOR`` (its factor cannot matter: LBS and DQS agree there). One-pass
-   form for a shader: ``T = W sum w tau^2 - (sum w tau)^2`` (likewise ``S``), ``P = (W^2 - sum w^2) / 2``,
-   ``W = sum w``; it loses float32 precision only for near-rigid vertices, where the factor does not matter.
+**Per vertex, weighted pair sums** over the vertex's influences (GLSL-friendly, one pass)::
 
-Why this mapping: twist is the one rotation DQS blends perfectly (the candy wrapper vanishes), so its
-target is ``TWIST_FACTOR = 1``; for swing DQS balloons the convex side of the joint and LBS deflates it,
-and seed 000 found the best mix at 0.55 (on the canonical cylinder the convex side keeps its mean
-thickness at f = 0.54 for a 90° bend, 0.68 for 120°; wider weight falloffs balloon more under DQS and move
-the balance lower, so 0.55 is kept as the seed's value). For a joint that does both, the factor minimising
-``(1 - f)^2 T + (f - SWING_FACTOR)^2 (S + ANGLE_EPSILON^2 P)`` is the formula above: LBS artifacts grow
-with the square of the angle (the candy-wrapper ring keeps ``cos(twist/2) ≈ 1 - twist^2/8`` of its
-radius), so each target is weighted by its squared angle. ``ANGLE_EPSILON`` keeps the factor defined and
-smooth in time at the rest pose, where all factors give the same result.
+    P = sum_{i<j} w_i w_j      T = sum w_i w_j (tau_i - tau_j)^2      S = sum w_i w_j |sigma_i - sigma_j|^2
 
-A weighted average of one scalar factor per bone cannot do this: the forearm bone sits between a bent
-elbow and a twisted wrist, and averaging its one factor into both joints pulls them towards each other.
+``T / P`` and ``S / P`` are the mean squared twist and swing between the bones the vertex blends, whatever
+its weights. A vertex with one influence (``P = 0``) gets 1: LBS and DQS agree there.
+
+**Round** (:func:`round_factors`). The same sums over ``A`` and ``H`` give the vertex's joint ``J``, the
+swing-weighted place where the rotation between its bones happens (a regression of ``H`` on ``A``)::
+
+    J = sum w_i w_j (A_i - A_j)(H_i - H_j) / sum w_i w_j (A_i - A_j)^2
+
+With ``x`` the vertex's rest position and ``r`` its rest distance to the nearest of its bones (a segment
+head to tail; both per vertex, at rest: :func:`vertex_geometry`), ``z^2 = |x - J|^2 / r^2 - 1`` is the
+squared tangent of the angle between ``x - J`` and the joint's cross-section: 0 on the ring through the
+joint, growing along the limb in units of its own thickness. Then::
+
+    F = exp(-k z^2),   k = WIDTH * (theta / 90°)^SWING_EXPONENT,   theta^2 = S / P
+    f = (TWIST_WEIGHT T + S F + eps^2 P) / (TWIST_WEIGHT T + S + eps^2 P)
+
+On the cross-section through a bent joint LBS pulls the convex side in by ``1 - cos(theta / 2)`` and DQS
+keeps it, so F = 1 there; further along the limb DQS swings vertices about the joint and balloons the convex
+side while LBS stays close to the bent pipe, so F falls, the later the larger the swing (a 150° knee needs
+DQS further out than a 60° one). Twist is the one rotation DQS blends exactly, at every vertex of the
+joint, so it pulls ``f`` towards 1 with ``TWIST_WEIGHT`` times its squared angle; at rest every profile
+gives 1. ``WIDTH``, ``SWING_EXPONENT`` and ``TWIST_WEIGHT`` were fitted by ``tools/fit_auto.py`` on a sweep of
+limbs the quality tables never use (see ``docs/quality.md``).
 """
 
 from __future__ import annotations
@@ -44,27 +58,62 @@ from typing import NamedTuple
 import numpy as np
 
 from .dualquat import quaternion_from_matrix, quaternion_to_matrix
+from .skinning import _map_chunks as map_chunks
 from .small_linalg import inverse3
 
 __all__ = [
     "ANGLE_EPSILON",
+    "BONE_DATA_WIDTH",
+    "DEFAULT_PROFILE",
+    "PROFILES",
+    "QUARTER_TURN_SQ",
     "SWING_FACTOR",
+    "ROUND_SHAPES",
     "TWIST_FACTOR",
+    "AutoPose",
     "BoneTwistSwing",
     "auto_factors",
     "bone_factor_data",
     "joint_factors",
+    "joint_vertex_factors",
     "relative_rotations",
     "swing_twist",
+    "RoundShape",
+    "round_factors",
     "vertex_factors",
+    "vertex_geometry",
 ]
 
-#: Factor for a pure twist: DQS removes the candy wrapper exactly and costs nothing there.
-TWIST_FACTOR = 1.0
-#: Factor for a pure bend (swing): seed 000 §5.3's best-looking mix for a bent elbow.
-SWING_FACTOR = 0.55
-#: Twist (radians, 10°) that, with no swing, sets the factor halfway between the two targets.
+#: The profiles, as ``Object.hybrid_skin.auto_profile`` names them.
+PROFILES = ("ROUND", "KEEP_VOLUME", "JOINT")
+DEFAULT_PROFILE = "ROUND"
+#: Per-bone data columns: twist, swing (3), swing angle, angle-weighted rest head (3).
+BONE_DATA_WIDTH = 8
+#: Twist (radians, 10°) under which a joint counts as at rest: every profile is continuous there.
 ANGLE_EPSILON = float(np.radians(10.0))
+#: ``"JOINT"``: the factor for a pure twist (DQS removes the candy wrapper exactly) ...
+TWIST_FACTOR = 1.0
+#: ... and for a pure bend (the thesis' best-looking mix for a bent elbow).
+SWING_FACTOR = 0.55
+
+
+class RoundShape(NamedTuple):
+    """Constants of a ``"ROUND"``-like profile (module docstring): ``width``, ``k`` at a 90° swing;
+    ``swing_exponent``, how ``k`` changes with the swing; ``twist_weight``, twist's weight against swing."""
+
+    width: float
+    swing_exponent: float
+    twist_weight: float
+
+
+#: The fitted profiles: ``tools/fit_auto.py`` prints these numbers (``KEEP_VOLUME`` is ``ROUND`` widened
+#: until no bend of the fit's sweep thins its convex side by more than 0.5 %).
+ROUND_SHAPES = {
+    "ROUND": RoundShape(width=2.15, swing_exponent=-0.97, twist_weight=0.49),
+    "KEEP_VOLUME": RoundShape(width=1.07, swing_exponent=-0.97, twist_weight=0.49),
+}
+#: theta^2 of a 90° swing, where ``k = width``.
+QUARTER_TURN_SQ = (np.pi / 2.0) ** 2
 
 
 class BoneTwistSwing(NamedTuple):
@@ -73,6 +122,18 @@ class BoneTwistSwing(NamedTuple):
 
     twist: np.ndarray
     swing: np.ndarray
+
+
+class AutoPose(NamedTuple):
+    """What an Auto factor needs for one frame: the ``profile``, the per-bone ``bones`` data
+    ``(B, BONE_DATA_WIDTH)`` float32 of :func:`bone_factor_data`, and, for ``"ROUND"`` and
+    ``"KEEP_VOLUME"``, the per-vertex ``vertices`` ``(N, 4)`` float32 of
+    :func:`vertex_geometry` (rest data, the same array object from frame to frame until the
+    rest input or the binding changes); ``None`` for ``"JOINT"``."""
+
+    profile: str
+    bones: np.ndarray
+    vertices: np.ndarray | None = None
 
 
 def relative_rotations(deform: np.ndarray, parents: np.ndarray) -> np.ndarray:
@@ -112,21 +173,26 @@ def _bone_axes(rest: np.ndarray) -> np.ndarray:
 
 
 def joint_factors(deform: np.ndarray, rest: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    """``(B,)`` AUTO factor of each bone's head joint: the factor of a vertex blending that bone and its
-    parent only (for display and tests; skinning uses :func:`vertex_factors`)."""
+    """``(B,)`` ``"JOINT"`` factor of each bone's head joint: the factor of a vertex blending that bone
+    and its parent only (for display and tests; skinning uses :func:`vertex_factors`)."""
     ts = swing_twist(relative_rotations(deform, parents), _bone_axes(rest))
     t, s = ts.twist**2, np.einsum("bc,bc->b", ts.swing, ts.swing)
     return SWING_FACTOR + (TWIST_FACTOR - SWING_FACTOR) * t / (t + s + ANGLE_EPSILON**2)
 
 
 def bone_factor_data(deform: np.ndarray, rest: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    """Per-bone ``(B, 4)`` float32 ``(tau, sigma_x, sigma_y, sigma_z)``: accumulated twist and swing.
+    """Per bone ``(B, 8)`` float32 ``(tau, sigma_xyz, A, H_xyz)`` accumulated from the root down.
 
-    O(B): one decomposition per bone, then one vectorised pass per chain depth level (no vertex work).
+    ``tau``: twist; ``sigma``: swing vector; ``A``: swing angle ``|sigma_b|`` of each joint, summed;
+    ``H``: that angle times the joint's rest head (armature space), summed. Between a bone and its
+    ancestor, ``dH / dA`` is the swing-weighted position of the joints in between (the joint itself for a
+    parent and its child). O(B): one decomposition per bone, then one vectorised pass per chain depth.
     """
     par = np.asarray(parents)
+    rest = np.asarray(rest, dtype=np.float64)
     ts = swing_twist(relative_rotations(deform, par), _bone_axes(rest))
-    local = np.column_stack([ts.twist, ts.swing])
+    angle = np.linalg.norm(ts.swing, axis=1)
+    local = np.column_stack([ts.twist, ts.swing, angle, angle[:, None] * rest[:, :3, 3]])
     acc = local.copy()
     has_parent = par >= 0
     for _ in range(par.shape[0]):  # at most the chain depth; stops when every bone reached its root
@@ -137,14 +203,17 @@ def bone_factor_data(deform: np.ndarray, rest: np.ndarray, parents: np.ndarray) 
     return acc.astype(np.float32)
 
 
-def vertex_factors(bone_data: np.ndarray, bone_indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``(N,)`` float32 AUTO factors from :func:`bone_factor_data` and ``(N, K)`` influences.
+def joint_vertex_factors(bone_data: np.ndarray, bone_indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``(N,)`` float32 ``"JOINT"`` factors (the Auto of version 0.1) from :func:`bone_factor_data`::
 
-    Vertices with no pair of influences (one bone, or weights summing to 0) get ``SWING_FACTOR``. The loop
-    runs over the K(K-1)/2 influence pairs, each step vectorised over all vertices, in float32 (the pair
-    form has no cancellation, so float32 is as exact as the shader).
+        f = SWING_FACTOR + (TWIST_FACTOR - SWING_FACTOR) * T / (T + S + ANGLE_EPSILON^2 * P)
+
+    the factor minimising ``(1 - f)^2 T + (f - SWING_FACTOR)^2 (S + ANGLE_EPSILON^2 P)``: each target
+    weighted by its squared angle, as LBS artifacts grow with it. Vertices with no pair of influences get
+    ``SWING_FACTOR``. The pair loop (K(K-1)/2 steps, vectorised over vertices) has no cancellation, so
+    float32 is as exact as the shader's one-pass form.
     """
-    data = np.asarray(bone_data, dtype=np.float32)
+    data = np.asarray(bone_data, dtype=np.float32)[:, :4]
     idx = np.asarray(bone_indices)
     w = np.asarray(weights, dtype=np.float32)
     gathered = [data[idx[:, k]] for k in range(w.shape[1])]  # K × (N, 4)
@@ -162,8 +231,123 @@ def vertex_factors(bone_data: np.ndarray, bone_indices: np.ndarray, weights: np.
     return np.float32(SWING_FACTOR) + np.float32(TWIST_FACTOR - SWING_FACTOR) * share
 
 
+def vertex_factors(pose: AutoPose, bone_indices: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``(N,)`` float32 Auto factors of one frame's :class:`AutoPose` and ``(N, K)`` influences."""
+    if pose.profile == "JOINT":
+        return joint_vertex_factors(pose.bones, bone_indices, weights)
+    if pose.vertices is None:
+        raise ValueError(f"the {pose.profile} profile needs the vertices' rest data (AutoPose.vertices)")
+    return round_factors(pose.bones, bone_indices, weights, pose.vertices, ROUND_SHAPES[pose.profile])
+
+
 def auto_factors(
-    deform: np.ndarray, rest: np.ndarray, parents: np.ndarray, bone_indices: np.ndarray, weights: np.ndarray
+    deform: np.ndarray,
+    rest: np.ndarray,
+    parents: np.ndarray,
+    bone_indices: np.ndarray,
+    weights: np.ndarray,
+    *,
+    profile: str = DEFAULT_PROFILE,
+    positions: np.ndarray | None = None,
+    bone_lengths: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``(N,)`` AUTO deform factors for one frame: :func:`bone_factor_data` then :func:`vertex_factors`."""
-    return vertex_factors(bone_factor_data(deform, rest, parents), bone_indices, weights)
+    """``(N,)`` Auto factors for one frame, from scratch. ``"ROUND"`` and ``"KEEP_VOLUME"`` need the rest
+    ``positions`` ``(N, 3)`` in armature space and the bones' ``bone_lengths`` ``(B,)``."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown Auto profile {profile!r}: use one of {PROFILES}")
+    vertices = None
+    if profile != "JOINT":
+        if positions is None or bone_lengths is None:
+            raise ValueError(f"the {profile} profile needs the rest positions and the bone lengths")
+        vertices = vertex_geometry(positions, bone_indices, weights, rest, bone_lengths)
+    pose = AutoPose(profile, bone_factor_data(deform, rest, parents), vertices)
+    return vertex_factors(pose, bone_indices, weights)
+
+
+def vertex_geometry(
+    positions: np.ndarray,
+    bone_indices: np.ndarray,
+    weights: np.ndarray,
+    bone_rest: np.ndarray,
+    bone_lengths: np.ndarray,
+) -> np.ndarray:
+    """Per vertex ``(N, 4)`` float32 ``(x, y, z, r^2)``: the rest position in armature space and its squared
+    distance to the nearest bone it is weighted to (each bone the segment from its rest head along its Y
+    axis by ``bone_lengths``; a negative length points back). Rest data: computed once per bind, O(N·K)."""
+    x = np.asarray(positions, dtype=np.float64)
+    idx = np.asarray(bone_indices)
+    w = np.asarray(weights)
+    rest = np.asarray(bone_rest, dtype=np.float64)
+    heads = rest[:, :3, 3]
+    segments = np.asarray(bone_lengths, dtype=np.float64)[:, None] * rest[:, :3, 1]
+    nearest = np.full(x.shape[0], np.inf)
+    for k in range(idx.shape[1]):  # O(K) passes, each vectorised over vertices
+        head, segment = heads[idx[:, k]], segments[idx[:, k]]
+        rel = x - head
+        length_sq = np.einsum("nc,nc->n", segment, segment)
+        along = np.einsum("nc,nc->n", rel, segment)
+        t = np.clip(np.divide(along, length_sq, out=np.zeros_like(along), where=length_sq > 0.0), 0.0, 1.0)
+        off = rel - t[:, None] * segment
+        nearest = np.where(w[:, k] > 0.0, np.minimum(nearest, np.einsum("nc,nc->n", off, off)), nearest)
+    nearest[~np.isfinite(nearest)] = 0.0  # no influence: the factor is 1 whatever this is
+    return np.ascontiguousarray(np.column_stack([x, nearest]), dtype=np.float32)
+
+
+def round_factors(
+    bone_data: np.ndarray,
+    bone_indices: np.ndarray,
+    weights: np.ndarray,
+    vertices: np.ndarray,
+    shape: RoundShape = ROUND_SHAPES["ROUND"],
+) -> np.ndarray:
+    """``(N,)`` float32 ``"ROUND"``-like factors (module docstring) from :func:`bone_factor_data`,
+    ``(N, K)`` influences and :func:`vertex_geometry`. Chunks run on the core's threads."""
+    table = np.ascontiguousarray(np.asarray(bone_data, dtype=np.float32).T)  # (8, B)
+    idx = np.asarray(bone_indices)
+    w = np.asarray(weights, dtype=np.float32)
+    geometry = np.asarray(vertices, dtype=np.float32)
+    out = np.empty(w.shape[0], dtype=np.float32)
+
+    def job(s: int, e: int) -> None:
+        out[s:e] = _round_chunk(table, idx[s:e], w[s:e], geometry[s:e], shape)
+
+    map_chunks(job, w.shape[0])
+    return out
+
+
+def _round_chunk(
+    table: np.ndarray, idx: np.ndarray, w: np.ndarray, geometry: np.ndarray, shape: RoundShape
+) -> np.ndarray:
+    """One chunk of :func:`round_factors`, component-major (one gather of the ``(8, B)`` bone table, then
+    long contiguous rows). The pair sums are ``W`` times the weighted central moments over the influences,
+    ``sum_{i<j} w_i w_j (x_i - x_j)(y_i - y_j) = W sum_k w_k (x_k - m_x)(y_k - m_y)``, two-pass (mean, then
+    deviations) so that nothing cancels; the shader computes the same in one pass (West's update)."""
+    f32 = np.float32
+    v = np.ascontiguousarray(w.T)  # (K, m)
+    x = np.take(table, idx.T, axis=1)  # (8, K, m)
+    x -= x[:, :1, :].copy()  # relative to the first influence: nearby values subtract exactly (Sterbenz)
+    total = v.sum(axis=0)
+    scale = np.divide(f32(1.0), total, out=np.zeros_like(total), where=total > 0.0)
+    mean = np.einsum("kn,ckn->cn", v, x) * scale
+    x -= mean[:, None, :]
+    vz = v * x[4]  # weighted deviations of A
+    aa = np.einsum("kn,kn->n", vz, x[4]) * total
+    ah = np.einsum("kn,ckn->cn", vz, x[5:8]) * total
+    t = np.einsum("kn,kn->n", v * x[0], x[0]) * total
+    s = np.einsum("kn,ckn,ckn->n", v, x[1:4], x[1:4]) * total
+    before = np.zeros_like(v)  # the weight of the influences before each: P without cancellation
+    np.cumsum(v[:-1], axis=0, out=before[1:])
+    pairs = np.einsum("kn,kn->n", v, before)
+    n = total.shape[0]
+    joint = np.divide(ah, aa, out=np.zeros_like(ah), where=aa > 0.0)  # (3, m)
+    off = geometry[:, :3].T - joint
+    ratio = np.divide(np.einsum("cn,cn->n", off, off), geometry[:, 3], out=np.zeros(n, f32),
+                      where=geometry[:, 3] > 0.0)
+    along = np.where(aa > 0.0, np.maximum(ratio - f32(1.0), f32(0.0)), f32(0.0))  # aa = 0: S = 0 too
+    swing = np.divide(s, pairs, out=np.zeros_like(s), where=pairs > 0.0) / f32(QUARTER_TURN_SQ)
+    k = f32(shape.width) * np.exp(f32(0.5 * shape.swing_exponent) * np.log(np.maximum(swing, f32(1e-12))))
+    profile = np.exp(-k * along)
+    twist = f32(shape.twist_weight) * t
+    rest = f32(ANGLE_EPSILON**2) * pairs
+    denom = twist + s + rest
+    return np.divide(twist + s * profile + rest, denom, out=np.ones(n, f32), where=denom > 0.0)

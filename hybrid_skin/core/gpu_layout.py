@@ -4,13 +4,13 @@ The shaders in ``shaders/`` read everything per vertex through ``texelFetch``, s
 limit on bones or influences (a Rigify rig with B-bone segments has about a thousand palette bones;
 Blender's textures allow 16384 rows):
 
-* **Bone texture** — RGBA32F, :data:`BONE_TEXELS` = 9 texels wide, one row per palette bone::
+* **Bone texture** — RGBA32F, :data:`BONE_TEXELS` = 10 texels wide, one row per palette bone::
 
       texel 0..2  rows of the 3x4 LBS deform matrix
       texel 3     real part of the bone's dual quaternion (w, x, y, z)
       texel 4     dual part (w, x, y, z)
       texel 5..7  columns of the (4, 3) scale-pivot matrix (zeros when the palette has no pivot)
-      texel 8     AUTO factor data (tau, sigma_x, sigma_y, sigma_z) of
+      texel 8..9  Auto factor data (tau, sigma_x, sigma_y, sigma_z), (A, H_x, H_y, H_z) of
                   :func:`hybrid_skin.core.autofactor.bone_factor_data` (zeros when not given)
 
   Rebuilt every frame, O(bones); nothing per vertex.
@@ -22,7 +22,8 @@ Blender's textures allow 16384 rows):
   same running sum. Bone indices are stored as floats, exact below 2**24.
 
 * **Per-vertex attributes** — ``span = (offset, count)`` int32 into the influence texture and the
-  ``influence`` (mask × deformed) float32 of the binding.
+  ``influence`` (mask × deformed) float32 of the binding; for Auto's round profiles, the vertex's rest data
+  ``(x, y, z, r^2)`` of :func:`hybrid_skin.core.autofactor.vertex_geometry` (a vec4, uploaded per bind).
 
 ``unpack_*`` functions invert the packing; tests use them to check the layout without a GPU.
 """
@@ -37,6 +38,7 @@ from .skinning import BonePalette, SkinBinding
 
 __all__ = [
     "AUTO_TEXEL",
+    "AUTO_TEXELS",
     "BONE_TEXELS",
     "INFLUENCE_TEXTURE_WIDTH",
     "InfluenceLayout",
@@ -47,10 +49,12 @@ __all__ = [
     "unpack_influences",
 ]
 
-#: Texels per bone row in the bone texture (3 matrix rows, real, dual, 3 pivot columns, AUTO data).
-BONE_TEXELS = 9
-#: Texel of the AUTO factor data ``(tau, sigma_xyz)`` in a bone row.
+#: Texels per bone row in the bone texture (3 matrix rows, real, dual, 3 pivot columns, 2 of Auto data).
+BONE_TEXELS = 10
+#: First texel of the Auto factor data in a bone row: ``(tau, sigma_xyz)``, then ``(A, H_xyz)``.
 AUTO_TEXEL = 8
+#: Texels of Auto data per bone (``autofactor.BONE_DATA_WIDTH`` floats).
+AUTO_TEXELS = 2
 #: Width at which the influence texture wraps; rows needed = ceil(entries / width).
 INFLUENCE_TEXTURE_WIDTH = 4096
 #: Float32 represents every integer up to this exactly (bone indices are stored as floats).
@@ -84,15 +88,16 @@ class InfluenceLayout:
 def pack_bone_texture(palette: BonePalette, auto_bone_data: np.ndarray | None = None) -> np.ndarray:
     """Palette → ``(B, BONE_TEXELS, 4)`` float32 C-contiguous texture data (at least one row).
 
-    ``auto_bone_data``: ``(B, 4)`` per-bone ``(tau, sigma_xyz)`` for the shader's AUTO factor, or ``None``
-    (texel :data:`AUTO_TEXEL` stays zero).
+    ``auto_bone_data``: ``(B, 8)`` per-bone Auto data of ``autofactor.bone_factor_data`` for the shader's
+    Auto factor, or ``None`` (its texels stay zero).
     """
     b = palette.bone_count
     out = np.zeros((max(b, 1), BONE_TEXELS, 4), dtype=np.float32)
     if auto_bone_data is not None:
-        if np.shape(auto_bone_data) != (b, 4):
-            raise ValueError(f"auto_bone_data needs shape ({b}, 4), not {np.shape(auto_bone_data)}")
-        out[:b, AUTO_TEXEL, :] = auto_bone_data
+        width = 4 * AUTO_TEXELS
+        if np.shape(auto_bone_data) != (b, width):
+            raise ValueError(f"auto_bone_data needs shape ({b}, {width}), not {np.shape(auto_bone_data)}")
+        out[:b, AUTO_TEXEL : AUTO_TEXEL + AUTO_TEXELS, :] = np.reshape(auto_bone_data, (b, AUTO_TEXELS, 4))
     if b == 0:
         return out
     out[:b, 0:3, :] = palette.matrices
@@ -118,8 +123,9 @@ def unpack_bone_texture(texels: np.ndarray, bone_count: int) -> BonePalette:
 
 
 def unpack_auto_bone_data(texels: np.ndarray, bone_count: int) -> np.ndarray:
-    """``(B, 4)`` AUTO factor data of :func:`pack_bone_texture` (zeros when none was packed)."""
-    return np.ascontiguousarray(np.asarray(texels, dtype=np.float32)[:bone_count, AUTO_TEXEL, :])
+    """``(B, 8)`` Auto factor data of :func:`pack_bone_texture` (zeros when none was packed)."""
+    auto = np.asarray(texels, dtype=np.float32)[:bone_count, AUTO_TEXEL : AUTO_TEXEL + AUTO_TEXELS, :]
+    return np.ascontiguousarray(auto.reshape(bone_count, 4 * AUTO_TEXELS))
 
 
 def pack_influences(binding: SkinBinding, width: int = INFLUENCE_TEXTURE_WIDTH) -> InfluenceLayout:

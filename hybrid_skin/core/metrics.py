@@ -23,13 +23,15 @@ measures, per joint (a joint is named by its *child* bone ``c``; its parent is `
   region is sliced across the child bone's rest axis into slabs ``slice_width`` thick; a slab's radius is
   the RMS distance of its vertices to their centroid (rigid-invariant, 0 when a ring collapses to a point).
 
-:func:`compare_factors` evaluates LBS, DQS, the current factor, AUTO and the best single global factor,
-the one that minimises the worst ``|contour_change|`` over the joints.
+:func:`compare_factors` evaluates LBS, DQS, the current factor, the best single global factor (the one
+that minimises the worst ``|contour_change|`` over the joints) and per-vertex factor fields such as Auto's
+profiles. :func:`dominating_factors` finds the single factors at least as good as a field on every measure;
+:func:`largest_factor_step` measures how abruptly a field changes across the mesh's edges.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -37,6 +39,8 @@ import numpy as np
 
 __all__ = [
     "FactorComparison",
+    "dominating_factors",
+    "largest_factor_step",
     "JointMeasure",
     "MeasureSetup",
     "PoseMeasure",
@@ -388,11 +392,12 @@ def compare_factors(
     skin: SkinFunction,
     *,
     current: float | None = None,
-    auto: np.ndarray | None = None,
+    auto: np.ndarray | Mapping[str, np.ndarray] | None = None,
     grid: np.ndarray | None = None,
 ) -> FactorComparison:
-    """Measure LBS (f = 0), DQS (f = 1), the ``current`` factor, the best global factor and ``auto``
-    (a per-vertex factor array, e.g. from :func:`~.autofactor.auto_factors`) on one pose."""
+    """Measure LBS (f = 0), DQS (f = 1), the ``current`` factor, the best global factor and ``auto`` on one
+    pose: a per-vertex factor array (row ``"AUTO"``, e.g. from :func:`~.autofactor.auto_factors`) or a
+    mapping of row names to such arrays (one row each, in the mapping's order)."""
     rows: dict[str, tuple[float | None, PoseMeasure]] = {
         "LBS": (0.0, measure_pose(setup, skin(0.0), deform)),
         "DQS": (1.0, measure_pose(setup, skin(1.0), deform)),
@@ -400,6 +405,51 @@ def compare_factors(
     if current is not None:
         rows["current"] = (float(current), measure_pose(setup, skin(float(current)), deform))
     rows["best"] = best_global_factor(setup, deform, skin, grid)
-    if auto is not None:
-        rows["AUTO"] = (None, measure_pose(setup, skin(np.asarray(auto)), deform))
+    fields = {} if auto is None else ({"AUTO": auto} if isinstance(auto, np.ndarray) else dict(auto))
+    for name, factors in fields.items():
+        rows[name] = (None, measure_pose(setup, skin(np.asarray(factors)), deform))
     return FactorComparison(rows)
+
+
+#: The measures :func:`dominating_factors` compares (smaller is better; volume by its magnitude).
+DOMINANCE_MEASURES = ("volume", "bulge", "shrink", "collapse")
+
+
+def _measure_vector(m: PoseMeasure) -> np.ndarray:
+    """Whole-mesh |volume change| (0 for an open mesh), then per joint bulge, shrink and collapse."""
+    joints = [value for j in m.joints for value in (j.bulge, j.shrink, j.collapse)]
+    return np.array([abs(m.volume_change or 0.0), *joints])
+
+
+def dominating_factors(
+    setup: MeasureSetup,
+    deform: np.ndarray,
+    skin: SkinFunction,
+    field: np.ndarray,
+    grid: np.ndarray | None = None,
+    tolerance: float = 1e-4,
+) -> list[float]:
+    """The single factors on ``grid`` (default 0, 0.01, …, 1) at least as good as the per-vertex ``field``
+    on every measure (:data:`DOMINANCE_MEASURES`, every joint) and better on one by more than
+    ``tolerance``: an empty list means no single factor does what the field does."""
+    factors = np.linspace(0.0, 1.0, 101) if grid is None else np.asarray(grid, dtype=np.float64)
+    own = _measure_vector(measure_pose(setup, skin(np.asarray(field)), deform))
+    out = []
+    for f in factors:
+        other = _measure_vector(measure_pose(setup, skin(float(f)), deform))
+        if np.all(other <= own + tolerance) and np.any(other < own - tolerance):
+            out.append(float(f))
+    return out
+
+
+def largest_factor_step(
+    factors: np.ndarray, triangles: np.ndarray, blended: np.ndarray | None = None
+) -> float:
+    """Largest ``|f_a - f_b|`` over the edges of ``triangles``; with ``blended`` ``(N,)`` bool, only over
+    edges whose two vertices blend (elsewhere a vertex follows one bone and its factor changes nothing)."""
+    f = np.asarray(factors, dtype=np.float64)
+    tri = np.asarray(triangles)
+    edges = np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]])
+    if blended is not None:
+        edges = edges[np.asarray(blended)[edges].all(axis=1)]
+    return float(np.abs(f[edges[:, 0]] - f[edges[:, 1]]).max()) if len(edges) else 0.0

@@ -91,7 +91,8 @@ def _posed_with_factor(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph):
     posed = bound.posed(depsgraph)
     values = wanted.values(posed)
     if wanted.auto:
-        label = "Hybrid f=auto"
+        profile = bind.auto_profile(obj)
+        label = "Hybrid f=auto" + {"KEEP_VOLUME": " (keep volume)", "JOINT": " 0.1"}.get(profile, "")
     elif np.ndim(values) == 0:
         label = f"Hybrid f={float(values):.2f}"
     else:

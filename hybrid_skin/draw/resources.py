@@ -6,10 +6,11 @@
   position, corner normal, the vertex's ``(offset, count)`` span and influence), the triangle index
   buffer and the influence texture (:mod:`hybrid_skin.core.gpu_layout`);
 * per frame (O(bones), :meth:`GpuSkin.update_pose`): the bone texture, re-created from the palette (and,
-  for the AUTO factor, each bone's accumulated twist and swing: the shader derives every vertex's factor
+  for the Auto factor, each bone's accumulated twist and swing: the shader derives every vertex's factor
   from them, as ``core.autofactor.vertex_factors`` does);
-* per factor map change (O(N), rare): a second small vertex buffer with the per-vertex factor map. The
-  global factor is a uniform, so dragging the slider re-uploads nothing.
+* per factor map change (O(N), rare): a second small vertex buffer with the per-vertex factor map and, for
+  Auto's round profiles, each vertex's rest data (uploaded when the bind's array is replaced). The global
+  factor is a uniform, so dragging the slider re-uploads nothing.
 
 Everything is drawn by the shaders of :mod:`.shaders`; :meth:`GpuSkin.readback` runs the very same
 skinning code once per vertex into a float target, which is how the tests hold the GPU to the numpy core.
@@ -24,6 +25,7 @@ from typing import Protocol
 import gpu
 import numpy as np
 
+from ..core.autofactor import AutoPose
 from ..core.gpu_layout import pack_bone_texture, pack_influences
 from ..core.skinning import BonePalette, SkinBinding
 from ..core.small_linalg import inverse_affine
@@ -93,9 +95,12 @@ class GpuSkin:
         self._armature_to_target = np.eye(4)
         self._freed = False
         self.deform_factor = 0.5
-        #: True: the shader computes the AUTO factor per vertex from the bones' twist and swing.
+        #: True: the shader computes the Auto factor per vertex from the bones' twist and swing.
         self.auto_factor = False
-        self._has_auto_data = False
+        #: The Auto profile of the bone data :meth:`update_pose` received last (None: none received).
+        self.auto_profile: str | None = None
+        self._auto_rest = np.zeros((n, 4), dtype=np.float32)
+        self._auto_rest_source: np.ndarray | None = None
         self._factor_map = np.ones(n, dtype=np.float32)
         self._factor_map_source: np.ndarray | None = None
         self._factor_map_mix = 0.0
@@ -136,8 +141,11 @@ class GpuSkin:
         self._upload_factor_map()
 
     def _upload_factor_map(self) -> None:
-        self._corner_factors = vertex_buffer({"factor_map": self._factor_map[self._corner_vertex]},
-                                              self.corner_count)
+        """The second vertex buffer: factor map and Auto rest data per corner (O(N), rare)."""
+        cv = self._corner_vertex
+        self._corner_factors = vertex_buffer(
+            {"factor_map": self._factor_map[cv], "auto_rest": self._auto_rest[cv]}, self.corner_count
+        )
         self._batch = None
         if self._index_buffer is not None:
             self._batch = gpu.types.GPUBatch(type="TRIS", buf=self._corner_buffer, elem=self._index_buffer)
@@ -149,7 +157,7 @@ class GpuSkin:
     def set_factor(self, factor: DeformFactor) -> None:
         """A global factor sets one uniform only (no upload: slider drags are free). Per-vertex weights
         become the factor map (one O(N) upload, see :meth:`set_factor_map`) scaled by the factor's number
-        in the shader. Auto switches the shader to the per-vertex AUTO factor, computed from the bone data
+        in the shader. Auto switches the shader to the per-vertex Auto factor, computed from the bone data
         :meth:`update_pose` receives (no upload; the number and the map are ignored)."""
         if factor.auto:
             self.auto_factor = True
@@ -176,11 +184,12 @@ class GpuSkin:
     # -- per frame --------------------------------------------------------------------------------------
 
     def update_pose(self, palette: BonePalette, target_to_armature: np.ndarray,
-                    binding: SkinBinding | None = None, *, auto_bone_data: np.ndarray | None = None) -> None:
+                    binding: SkinBinding | None = None, *, auto_bone_data: AutoPose | None = None) -> None:
         """Upload this frame's bones (O(bones); no per-vertex work).
 
-        ``auto_bone_data``: the ``(B, 4)`` per-bone twist and swing of this pose
-        (``PosedBind.auto_bone_data``, O(bones)), needed to draw with the AUTO factor.
+        ``auto_bone_data``: the Auto profile and per-bone data of this pose (``PosedBind.auto_bone_data``,
+        O(bones)), needed to draw with the Auto factor. Its per-vertex rest data (round profiles) is
+        uploaded when it is not the array uploaded last (the bind replaces it, never edits it).
 
         Static data is re-uploaded (O(N)) only when the source replaced it: ``binding`` if given, else
         ``source.binding`` (``MeshBind.posed`` rebuilds it when B-bone or envelope influences must follow
@@ -197,8 +206,17 @@ class GpuSkin:
             self._upload_static(binding, *rest)
         if palette.bone_count < self._bones_needed:
             raise ValueError(f"palette has {palette.bone_count} bones, the binding uses {self._bones_needed}")
-        self._bones = float_texture(pack_bone_texture(palette, auto_bone_data), "RGBA32F")
-        self._has_auto_data = auto_bone_data is not None
+        auto = auto_bone_data
+        auto_bones = None if auto is None else auto.bones
+        self._bones = float_texture(pack_bone_texture(palette, auto_bones), "RGBA32F")
+        self.auto_profile = None if auto is None else auto.profile
+        if auto is not None and auto.vertices is not None and auto.vertices is not self._auto_rest_source:
+            if np.shape(auto.vertices) != (self.vertex_count, 4):
+                shape = np.shape(auto.vertices)
+                raise ValueError(f"Auto rest data needs shape ({self.vertex_count}, 4), not {shape}")
+            self._auto_rest = _f32(auto.vertices).copy()
+            self._auto_rest_source = auto.vertices
+            self._upload_factor_map()
         self.bone_count = palette.bone_count
         self._use_pivot = palette.pivot is not None
         self._target_to_armature = np.asarray(target_to_armature, dtype=np.float64).reshape(4, 4)
@@ -210,14 +228,21 @@ class GpuSkin:
         """A fresh uniform block per draw: cheap (272 bytes) and never rewritten while a draw may read it."""
         override = deform_factor is not None
         auto = self.auto_factor and not override
-        if auto and not self._has_auto_data:
-            raise RuntimeError("the AUTO factor needs the pose's bone data: update_pose(auto_bone_data=...)")
+        if auto and self.auto_profile is None:
+            raise RuntimeError("the Auto factor needs the pose's bone data: update_pose(auto_bone_data=...)")
+        round_profile = auto and self.auto_profile != "JOINT"
+        if round_profile and self._auto_rest_source is None:
+            raise RuntimeError(f"the {self.auto_profile} Auto profile needs the vertices' rest data")
+        mode = shaders.FACTOR_MODE_UNIFORM
+        if auto:
+            mode = shaders.FACTOR_MODE_AUTO_ROUND if round_profile else shaders.FACTOR_MODE_AUTO_JOINT
         words = shaders.pack_params(
             self._target_to_armature,
             armature_to_output,
             deform_factor=float(deform_factor) if override else self.deform_factor,
             factor_map_mix=0.0 if override else self._factor_map_mix,
-            factor_mode=shaders.FACTOR_MODE_AUTO if auto else shaders.FACTOR_MODE_UNIFORM,
+            factor_mode=mode,
+            auto_width=shaders.round_width(self.auto_profile) if round_profile else 0.0,
             use_pivot=self._use_pivot,
             **extra,
         )
@@ -277,7 +302,7 @@ class GpuSkin:
         return self._readback(output, deform_factor, variant)[:, :3]
 
     def readback_factors(self, *, deform_factor: float | None = None) -> np.ndarray:
-        """The deform factor ``(N,)`` float32 each vertex is skinned with on the GPU (AUTO: computed by
+        """The deform factor ``(N,)`` float32 each vertex is skinned with on the GPU (Auto: computed by
         the shader from the bone data)."""
         return np.ascontiguousarray(self._readback("factors", deform_factor, "hybrid")[:, 0])
 
@@ -296,7 +321,9 @@ class GpuSkin:
                     "skin_influence": self._influence,
                 }, n)
             self._readback_batch = gpu.types.GPUBatch(type="POINTS", buf=self._readback_buffer)
-            self._readback_batch.vertbuf_add(vertex_buffer({"factor_map": self._factor_map}, n))
+            self._readback_batch.vertbuf_add(
+                vertex_buffer({"factor_map": self._factor_map, "auto_rest": self._auto_rest}, n)
+            )
         params = self._params(self._armature_to_target, deform_factor,
                               readback=output, target_size=(width, height))
         program = shaders.get("readback", variant)

@@ -42,7 +42,8 @@ from ..core.gpu_layout import AUTO_TEXEL, INFLUENCE_TEXTURE_WIDTH
 __all__ = [
     "CROWD_VARIANTS",
     "CROWD_VERTEX_INPUTS",
-    "FACTOR_MODE_AUTO",
+    "FACTOR_MODE_AUTO_JOINT",
+    "FACTOR_MODE_AUTO_ROUND",
     "FACTOR_MODE_UNIFORM",
     "KINDS",
     "VARIANTS",
@@ -56,6 +57,7 @@ __all__ = [
     "constant_defines",
     "get",
     "pack_params",
+    "round_width",
     "shader_dir",
 ]
 
@@ -66,8 +68,12 @@ PARAMS_FILE = "hybrid_skin_params.glsl"
 PARAMS_STRUCT = "HybridSkinParams"
 #: ``params.flags.w``: the factor is ``factors.x`` (times the per-vertex map when ``factors.y`` = 1) ...
 FACTOR_MODE_UNIFORM = 0
-#: ... or computed per vertex from the pose (``hs_auto_factor``, the twin of ``autofactor.vertex_factors``).
-FACTOR_MODE_AUTO = 1
+#: ... or computed per vertex from the pose: Auto profile ``"JOINT"`` (``hs_auto_factor``, the twin of
+#: ``autofactor.joint_vertex_factors``) ...
+FACTOR_MODE_AUTO_JOINT = 1
+#: ... or the round profiles (``hs_round_factor``, the twin of ``autofactor.round_factors``; the profile's
+#: width is a uniform, its other constants are shared defines).
+FACTOR_MODE_AUTO_ROUND = 2
 #: ``params.flags.z`` of the readback shader: what each vertex writes.
 READBACK_OUTPUTS = {"positions": 0, "normals": 1, "factors": 2}
 #: float32 words in the std140 HybridSkinParams block: 3 mat4, 3 vec4, 2 ivec4.
@@ -81,6 +87,7 @@ VERTEX_INPUTS = (
     ("IVEC2", "skin_span"),
     ("FLOAT", "skin_influence"),
     ("FLOAT", "factor_map"),
+    ("VEC4", "auto_rest"),
 )
 
 #: Crowd samplers in slot order: the animation texture as loaded, and the per-instance/per-part texture.
@@ -150,16 +157,29 @@ def _glsl_float(value: float) -> str:
     return repr(float(np.float32(value)))
 
 
+def round_width(profile: str) -> float:
+    """The uniform ``factors.z`` of a round Auto profile: its width (the other constants are defines)."""
+    return autofactor.ROUND_SHAPES[profile].width
+
+
 def constant_defines() -> dict[str, str]:
     """Defines every Hybrid Skin shader gets, from the Python constants they mirror."""
+    round_shape = autofactor.ROUND_SHAPES["ROUND"]
+    if any(shape._replace(width=0.0) != round_shape._replace(width=0.0)
+           for shape in autofactor.ROUND_SHAPES.values()):
+        raise ShaderCompileError("the round Auto profiles must differ in their width only (a uniform)")
     return {
         "HS_INFLUENCE_WIDTH": str(INFLUENCE_TEXTURE_WIDTH),
         "HS_AUTO_TEXEL": str(AUTO_TEXEL),
-        "HS_FACTOR_MODE_AUTO": str(FACTOR_MODE_AUTO),
-        # The same float32 constants as autofactor.vertex_factors computes with.
+        "HS_FACTOR_MODE_AUTO_JOINT": str(FACTOR_MODE_AUTO_JOINT),
+        "HS_FACTOR_MODE_AUTO_ROUND": str(FACTOR_MODE_AUTO_ROUND),
+        # The same float32 constants as autofactor's factor functions compute with.
         "HS_AUTO_SWING": _glsl_float(autofactor.SWING_FACTOR),
         "HS_AUTO_RANGE": _glsl_float(autofactor.TWIST_FACTOR - autofactor.SWING_FACTOR),
         "HS_AUTO_EPSILON_SQ": _glsl_float(autofactor.ANGLE_EPSILON**2),
+        "HS_ROUND_SWING_EXPONENT": _glsl_float(round_shape.swing_exponent),
+        "HS_ROUND_TWIST_WEIGHT": _glsl_float(round_shape.twist_weight),
+        "HS_QUARTER_TURN_SQ": _glsl_float(autofactor.QUARTER_TURN_SQ),
     }
 
 
@@ -173,6 +193,7 @@ def pack_params(
     deform_factor: float = 0.5,
     factor_map_mix: float = 0.0,
     factor_mode: int = FACTOR_MODE_UNIFORM,
+    auto_width: float = 0.0,
     use_pivot: bool = False,
     encode_srgb: bool = False,
     readback: str = "positions",
@@ -182,7 +203,8 @@ def pack_params(
 
     Matrices are row-major numpy ``(4, 4)`` (``p' = M @ p``); std140 stores columns, hence the transposes.
     Integer members are written through an int32 view of the same words. ``readback``: one of
-    :data:`READBACK_OUTPUTS` (readback shader only).
+    :data:`READBACK_OUTPUTS` (readback shader only). ``auto_width``: :func:`round_width` of the Auto
+    profile for :data:`FACTOR_MODE_AUTO_ROUND`.
     """
     words = np.zeros(PARAMS_WORDS, dtype=np.float32)
     words[0:16] = np.asarray(target_to_armature, dtype=np.float32).T.ravel()
@@ -191,7 +213,7 @@ def pack_params(
     words[32:48] = np.asarray(vp, dtype=np.float32).T.ravel()
     words[48:52] = color
     words[52:56] = eye
-    words[56:60] = (deform_factor, factor_map_mix, 0.0, 0.0)
+    words[56:60] = (deform_factor, factor_map_mix, auto_width, 0.0)
     flags = (int(use_pivot), int(encode_srgb), READBACK_OUTPUTS[readback], int(factor_mode))
     words[60:64].view(np.int32)[:] = flags
     words[64:68].view(np.int32)[:] = (target_size[0], target_size[1], 0, 0)

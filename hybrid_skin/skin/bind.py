@@ -35,6 +35,7 @@ import numpy as np
 from .. import bridge, runtime
 from ..core import autofactor
 from ..core import binding as core_binding
+from ..core.analysis import palette_lengths
 from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin, skin_with_ends
 from ..core.small_linalg import inverse_affine
 from ..errors import HybridSkinError
@@ -43,6 +44,7 @@ from . import weights as weights_mod
 __all__ = [
     "TRANSFORM_TOLERANCE",
     "MeshBind",
+    "auto_profile",
     "PosedBind",
     "armature_weights",
     "bind",
@@ -100,6 +102,8 @@ class MeshBind:
     serial: int = field(default_factory=lambda: next(_serials))
     binding: SkinBinding = field(init=False)
     bound_target_to_armature: np.ndarray = field(init=False)
+    #: Auto's per-vertex rest data and what it was computed from (:meth:`auto_rest`).
+    _auto_rest: tuple | None = field(default=None, init=False, repr=False)
 
     @property
     def vertex_count(self) -> int:
@@ -196,6 +200,22 @@ class MeshBind:
         and envelopes do; plain vertex-group weights (and the mask group) do not."""
         return bool((self.bones.segments > 1).any() or self.bones.envelope_multiply.any() or self.mask[2])
 
+    def auto_rest(self, placement: np.ndarray) -> np.ndarray:
+        """Per vertex ``(N, 4)`` rest data of Auto's round profiles (``autofactor.vertex_geometry``) for the
+        mesh→armature ``placement``: computed once (O(N·K)) and kept until the rest input, the binding or
+        the placement changes, so the GPU display uploads it only then (it compares by identity)."""
+        key = (self.rest_positions, self.binding)
+        cached = self._auto_rest
+        if cached is not None and cached[0][0] is key[0] and cached[0][1] is key[1] and np.allclose(
+            cached[1], placement, rtol=0.0, atol=TRANSFORM_TOLERANCE
+        ):
+            return cached[2]
+        points = self.rest_positions.astype(np.float64) @ placement[:3, :3].T + placement[:3, 3]
+        b, lengths = self.binding, palette_lengths(self.bones, self.virtual_rest)
+        rest = autofactor.vertex_geometry(points, b.bone_indices, b.weights, self.virtual_rest, lengths)
+        self._auto_rest = (key, np.array(placement, dtype=np.float64), rest)
+        return rest
+
     def deform_matrices(self, arm_eval: bpy.types.Object) -> np.ndarray:
         """Deform matrices of every palette entry for the evaluated pose ``(V, 4, 4)`` (O(bones))."""
         channel = bridge.channel_matrices(arm_eval, self.pose_index)
@@ -243,16 +263,20 @@ class PosedBind:
     deform: np.ndarray
     palette: BonePalette
 
-    def auto_bone_data(self) -> np.ndarray:
-        """Per palette bone ``(V, 4)`` accumulated twist and swing for the AUTO factor (O(bones))."""
-        return autofactor.bone_factor_data(
-            self.deform, self.bind.virtual_rest, self.bind.bones.virtual_parents()
-        )
+    def auto_bone_data(self, profile: str | None = None) -> autofactor.AutoPose:
+        """What the Auto factor needs at this pose: per palette bone ``(V, 8)`` accumulated twist and swing
+        (O(bones)) and, for the round profiles, the vertices' rest data (cached by the bind). ``profile``:
+        one of ``autofactor.PROFILES``; ``None`` is the object's own (:func:`auto_profile`)."""
+        b = self.bind
+        profile = profile or auto_profile(b.mesh_object())
+        bones = autofactor.bone_factor_data(self.deform, b.virtual_rest, b.bones.virtual_parents())
+        rest = None if profile == "JOINT" else b.auto_rest(self.target_to_armature)
+        return autofactor.AutoPose(profile, bones, rest)
 
-    def auto_factors(self) -> np.ndarray:
-        """The AUTO factor ``(N,)`` of every vertex at this pose."""
+    def auto_factors(self, profile: str | None = None) -> np.ndarray:
+        """The Auto factor ``(N,)`` of every vertex at this pose; ``profile`` as :meth:`auto_bone_data`."""
         binding = self.bind.binding
-        return autofactor.vertex_factors(self.auto_bone_data(), binding.bone_indices, binding.weights)
+        return autofactor.vertex_factors(self.auto_bone_data(profile), binding.bone_indices, binding.weights)
 
     def skin(
         self, factors: float | np.ndarray, normals: bool = False
@@ -281,6 +305,13 @@ def posed_by(
     placement = target_to_armature(obj.evaluated_get(depsgraph), arm_eval)
     deform = bound.deform_matrices(arm_eval)
     return PosedBind(bound, placement, deform, bone_palette(deform, bound.virtual_rest))
+
+
+def auto_profile(obj: bpy.types.Object) -> str:
+    """The Auto profile ``obj`` is skinned with: its setting (which reads "JOINT" for objects saved in Auto
+    before profiles existed, see ``skin/properties.py``), the default for an object without settings."""
+    settings = getattr(obj, "hybrid_skin", None)
+    return autofactor.DEFAULT_PROFILE if settings is None else settings.auto_profile
 
 
 def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:

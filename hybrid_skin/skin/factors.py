@@ -52,6 +52,7 @@ class Written:
     mode: str
     value: float
     group: str
+    profile: str
     vertices: int
     bind_id: int
     frame: float = 0.0
@@ -73,6 +74,7 @@ def _wanted(obj: bpy.types.Object, bound: bind.MeshBind | None) -> Written:
         mode=settings.factor_mode,
         value=float(settings.deform_factor),
         group=settings.factor_vertex_group,
+        profile=settings.auto_profile if auto else "",
         vertices=len(obj.data.vertices),
         bind_id=bound.serial if bound is not None else 0,
         frame=bpy.context.scene.frame_current_final if auto else 0.0,

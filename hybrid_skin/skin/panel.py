@@ -33,6 +33,8 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
         layout.prop(settings, "factor_mode", expand=True)
         if settings.factor_mode == "VERTEX_GROUP":
             layout.prop_search(settings, "factor_vertex_group", obj, "vertex_groups")
+        elif settings.factor_mode == "AUTO":
+            layout.prop(settings, "auto_profile")
         layout.prop(settings, "display", expand=True)
         self.draw_display_note(layout, obj)
         layout.operator("hybrid_skin.render_comparison", icon="RENDER_STILL")

@@ -22,6 +22,19 @@ FACTOR_MODES = [
     ("VERTEX_GROUP", "Vertex Group", "The vertex group's weights scale the deform factor per vertex", 1),
     ("AUTO", "Auto", "Per-vertex factor from each joint's twist and swing, every frame", 2),
 ]
+# Auto's profiles (core/autofactor.py). Files saved before this setting existed store no value for it; an
+# object saved in factor mode Auto then reads "JOINT", the Auto it was saved with (see _get_auto_profile).
+AUTO_PROFILES = [
+    ("ROUND", "Round", "Keeps a bent joint round: DQS at the joint, LBS further out, as far as the bend "
+     "needs; twist pulls towards DQS", 0),
+    ("KEEP_VOLUME", "Keep Volume", "Like Round, wider: the outside of a bent joint never thins (it bulges a "
+     "little more)", 1),
+    ("JOINT", "Per Joint (0.1)", "The Auto of version 0.1: one factor per joint, 0.55 for a bend and 1 for a "
+     "twist (files saved with it keep it)", 2),
+]
+_AUTO_PROFILE_NUMBERS = {item[0]: item[3] for item in AUTO_PROFILES}
+#: ``auto_profile_stored`` of an object whose Auto profile was never chosen or stamped.
+_NOT_CHOSEN = -1
 DISPLAYS = [
     (
         "EVALUATED",
@@ -47,6 +60,26 @@ def _settings_changed(self, context) -> None:
     viewport.settings_changed(self.id_data)
 
 
+def _factor_mode_changed(self, context) -> None:
+    """Choosing Auto now stamps the default profile, so the file saved next records it: only objects of
+    files saved before profiles existed are in Auto with no profile stored (they read "JOINT")."""
+    if self.factor_mode == "AUTO" and self.auto_profile_stored == _NOT_CHOSEN:
+        self.auto_profile_stored = _AUTO_PROFILE_NUMBERS["ROUND"]
+    _settings_changed(self, context)
+
+
+def _get_auto_profile(self) -> int:
+    stored = self.auto_profile_stored
+    if stored != _NOT_CHOSEN:
+        return stored
+    old_auto = self.factor_mode == "AUTO"  # saved in Auto by a version without profiles
+    return _AUTO_PROFILE_NUMBERS["JOINT" if old_auto else "ROUND"]
+
+
+def _set_auto_profile(self, value: int) -> None:
+    self.auto_profile_stored = value
+
+
 class HybridSkinSettings(bpy.types.PropertyGroup):
     """Hybrid Skin settings of a mesh object"""
 
@@ -63,7 +96,21 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
         update=_settings_changed,
     )
     factor_mode: EnumProperty(
-        name="Factor Mode", items=FACTOR_MODES, default="GLOBAL", update=_settings_changed
+        name="Factor Mode", items=FACTOR_MODES, default="GLOBAL", update=_factor_mode_changed
+    )
+    auto_profile: EnumProperty(
+        name="Auto Profile",
+        description="How the Auto factor spreads over a joint",
+        items=AUTO_PROFILES,
+        get=_get_auto_profile,
+        set=_set_auto_profile,
+        update=_settings_changed,
+    )
+    auto_profile_stored: IntProperty(
+        name="Auto Profile Number",
+        description="The chosen Auto profile's number; -1: never chosen (read by Auto Profile)",
+        default=_NOT_CHOSEN,
+        options={"HIDDEN"},
     )
     factor_vertex_group: StringProperty(
         name="Factor Group",

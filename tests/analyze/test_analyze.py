@@ -61,11 +61,11 @@ def test_twist_180_closed_forms(analyze):
     """Twist by 180°: the LBS matrix of a ring with child weight w is diag(1 - 2w, 1 - 2w, 1), so the
     ring at w = 0.5 collapses to a point and the blend zone keeps ∫(1 - 2w)² = 1/3 of its volume: the
     2 long cylinder loses (2/3 · 0.5) / 2 = 1/6. DQS turns each ring rigidly; f = 0.5 halves the joint
-    ring's radius; the best global factor and AUTO are DQS."""
+    ring's radius; the best global factor and Auto are DQS (Auto 0.1, profile "JOINT", nearly)."""
     _arm, cyl = limb(twist_deg=180.0)
     result = run(analyze, cyl)
     rows = result.comparison.rows
-    assert list(rows) == ["LBS", "DQS", "current", "best", "AUTO"]
+    assert list(rows) == ["LBS", "DQS", "current", "best", "AUTO", "AUTO_KEEP_VOLUME", "AUTO_JOINT"]
     assert result.labels == {1: "Bone1"} and result.heads == {1}
     (lbs_f, lbs), (dqs_f, dqs), (cur_f, cur) = rows["LBS"], rows["DQS"], rows["current"]
     assert (lbs_f, dqs_f, cur_f, result.current_label) == (0.0, 1.0, 0.5, "0.50")
@@ -77,6 +77,9 @@ def test_twist_180_closed_forms(analyze):
     np.testing.assert_allclose(dqs.joint(1).bulge, 0.0, atol=F32_ATOL)  # rigid rings keep their distance
     assert rows["best"][0] == 1.0
     assert rows["AUTO"][0] is None and rows["AUTO"][1].joint(1).collapse < 0.01
+    for name in ("AUTO", "AUTO_KEEP_VOLUME"):  # a pure twist: the round profiles give f = 1 exactly
+        np.testing.assert_allclose(rows[name][1].joint(1).collapse, 0.0, atol=F32_ATOL)
+    assert 0.0 < rows["AUTO_JOINT"][1].joint(1).collapse < 0.01
 
 
 @pytest.mark.parametrize("mode", ["GLOBAL", "VERTEX_GROUP", "AUTO"])
@@ -129,8 +132,17 @@ def test_operator_equals_core_metrics_on_arrays_read_in_the_test(addon, analyze,
     setup = metrics.prepare_measures(
         rest, triangles, bone_rest, parents, [b.length for b in bones], indices, weights
     )
-    auto = autofactor.auto_factors(deform, bone_rest, parents, indices, weights)
-    current = {"GLOBAL": 0.3, "VERTEX_GROUP": (0.3 * np.round(z / 2.0, 4)).astype(np.float32), "AUTO": auto}
+    lengths = np.array([b.length for b in bones])
+    auto = {
+        row: autofactor.auto_factors(
+            deform, bone_rest, parents, indices, weights,
+            profile=profile, positions=rest, bone_lengths=lengths,
+        )
+        for row, profile in (("AUTO", "ROUND"), ("AUTO_KEEP_VOLUME", "KEEP_VOLUME"), ("AUTO_JOINT", "JOINT"))
+    }
+    assert np.abs(auto["AUTO"] - auto["AUTO_JOINT"]).max() > 0.05  # the rows really differ
+    own = auto["AUTO"]
+    current = {"GLOBAL": 0.3, "VERTEX_GROUP": (0.3 * np.round(z / 2.0, 4)).astype(np.float32), "AUTO": own}
     expected = metrics.compare_factors(setup, deform, skin_here, auto=auto).rows
     expected["current"] = (
         0.3 if mode == "GLOBAL" else None,
@@ -138,6 +150,7 @@ def test_operator_equals_core_metrics_on_arrays_read_in_the_test(addon, analyze,
     )
 
     rows = result.comparison.rows
+    assert list(rows) == ["LBS", "DQS", "current", "best", "AUTO", "AUTO_KEEP_VOLUME", "AUTO_JOINT"]
     assert set(rows) == set(expected) and setup.closed
     assert result.current_label == {"GLOBAL": "0.30", "VERTEX_GROUP": "group", "AUTO": "auto"}[mode]
     for name, (factor, measure) in expected.items():
@@ -188,6 +201,7 @@ def test_bbone_segments_are_joints_and_the_panel_draws_them(addon, analyze):
     labels = layout.labels()
     assert labels[0].startswith(f"Results of frame {result.frame}")
     assert "open mesh" in labels and "Bone1" in labels and "AUTO" in labels
+    assert "Shrink" in labels and "Keep Vol." in labels and "Auto 0.1" in labels
 
 
 def test_rest_pose_has_no_moved_joint_and_poll_needs_hybrid_skin(analyze):

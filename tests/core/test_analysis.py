@@ -2,7 +2,8 @@
 
 Twist by 180° at the joint of a two-bone limb (blend zone around the joint): LBS collapses the joint
 ring to the axis (collapse 1), DQS keeps it (0), the hybrid at f leaves f of the radius (collapse 1 - f);
-see tests/core/test_metrics.py for the derivations.
+see tests/core/test_metrics.py for the derivations. Auto's profiles: a pure twist gives f = 1 exactly with
+the round ones, f = 0.55 + 0.45 pi^2 / (pi^2 + eps^2) with "JOINT".
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import numpy as np
 import pytest
 
 from hybrid_skin.core.analysis import analyze_pose, joint_labels, moved_joints, palette_lengths
-from hybrid_skin.core.autofactor import bone_factor_data, vertex_factors
+from hybrid_skin.core.autofactor import ANGLE_EPSILON, auto_factors
 from hybrid_skin.core.binding import DeformBones
 from hybrid_skin.core.primitives import BoneChain, canonical_pose
 from hybrid_skin.core.skinning import bone_palette
 
 F32_ATOL = 2e-5  # skinning in float32
+#: The Analyze operator's rows per Auto profile.
+AUTO_ROWS = {"AUTO": "ROUND", "AUTO_KEEP_VOLUME": "KEEP_VOLUME", "AUTO_JOINT": "JOINT"}
 
 
 def deform_bones(chain: BoneChain, segments: tuple[int, ...] | None = None) -> DeformBones:
@@ -43,8 +46,14 @@ def analysis(pose_name: str, current: float = 0.5):
     cp = canonical_pose(pose_name)
     limb, bones = cp.limb, deform_bones(cp.limb.chain)
     binding = limb.binding()
-    auto_data = bone_factor_data(cp.deform, limb.chain.rest, bones.virtual_parents())
-    auto = vertex_factors(auto_data, binding.bone_indices, binding.weights)
+    chain = limb.chain
+    auto = {
+        row: auto_factors(
+            cp.deform, chain.rest, bones.virtual_parents(), binding.bone_indices, binding.weights,
+            profile=profile, positions=limb.mesh.positions, bone_lengths=chain.lengths,
+        )
+        for row, profile in AUTO_ROWS.items()
+    }
     return analyze_pose(
         limb.mesh.positions,
         limb.mesh.triangles,
@@ -66,15 +75,24 @@ def test_a_twist_of_180_degrees_measures_as_the_closed_forms():
     assert (result.object_name, result.frame, result.current_label) == ("Limb", 7, "0.30")
     assert result.labels == {1: "Bone1"} and result.bones == {1: "Bone1"} and result.heads == frozenset({1})
     rows = result.comparison.rows
-    assert list(rows) == ["LBS", "DQS", "current", "best", "AUTO"]
+    assert list(rows) == ["LBS", "DQS", "current", "best", "AUTO", "AUTO_KEEP_VOLUME", "AUTO_JOINT"]
     collapse = {name: measure.joint(1).collapse for name, (_f, measure) in rows.items()}
     np.testing.assert_allclose(
         [collapse["LBS"], collapse["DQS"], collapse["current"]], [1.0, 0.0, 0.7], atol=F32_ATOL
+    )
+    joint_factor = 0.55 + 0.45 * np.pi**2 / (np.pi**2 + ANGLE_EPSILON**2)
+    np.testing.assert_allclose(
+        [collapse["AUTO"], collapse["AUTO_KEEP_VOLUME"], collapse["AUTO_JOINT"]],
+        [0.0, 0.0, 1.0 - joint_factor],
+        atol=F32_ATOL,
     )
     assert rows["current"][0] == pytest.approx(0.3) and rows["AUTO"][0] is None
     assert rows["best"][0] == pytest.approx(1.0)  # a pure twist: DQS is best
     by_bone = result.by_bone()
     assert by_bone["Bone1"]["LBS"].collapse == pytest.approx(1.0, abs=F32_ATOL)
+    # A pure twist has no concave side: LBS's collapsed ring is shrink on every side.
+    assert by_bone["Bone1"]["LBS"].shrink == pytest.approx(1.0, abs=F32_ATOL)
+    assert by_bone["Bone1"]["DQS"].shrink == pytest.approx(0.0, abs=F32_ATOL)
     assert "joint 1: Bone1" in result.table()
 
 

@@ -1,4 +1,6 @@
-"""AUTO deform factor: swing-twist decomposition, the factor mapping, and the issue's acceptance criteria."""
+"""Auto deform factor, part 1: the swing-twist decomposition, the per-bone data, and the "JOINT" profile (the
+Auto of version 0.1, kept for files saved with it: its numbers are pinned here unchanged).
+tests/core/test_autoround.py covers the round profiles."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ from hybrid_skin.core.autofactor import (
     ANGLE_EPSILON,
     SWING_FACTOR,
     TWIST_FACTOR,
+    AutoPose,
     auto_factors,
     bone_factor_data,
     joint_factors,
+    joint_vertex_factors,
     relative_rotations,
     swing_twist,
     vertex_factors,
@@ -38,8 +42,9 @@ def _rotvec_matrix(v: np.ndarray) -> np.ndarray:
 
 
 def _auto(cp: CanonicalPose) -> np.ndarray:
-    chain = cp.limb.chain
-    return auto_factors(cp.deform, chain.rest, chain.parents, cp.limb.bone_indices, cp.limb.weights)
+    limb, chain = cp.limb, cp.limb.chain
+    idx, w = limb.bone_indices, limb.weights
+    return auto_factors(cp.deform, chain.rest, chain.parents, idx, w, profile="JOINT")
 
 
 def _region(cp: CanonicalPose, child: int) -> np.ndarray:
@@ -110,7 +115,11 @@ def test_factors_ignore_roll_and_armature_orientation() -> None:
         bone_factor_data(moved, g @ plain.rest, plain.parents),
     )
     np.testing.assert_allclose(moved_data[:, 0], data[:, 0], atol=1e-6)  # twist is a scalar
-    np.testing.assert_allclose(moved_data[:, 1:], data[:, 1:] @ g[:3, :3].T, atol=1e-6)  # swing rotates along
+    np.testing.assert_allclose(moved_data[:, 1:4], data[:, 1:4] @ g[:3, :3].T, atol=1e-6)  # swing turns along
+    np.testing.assert_allclose(moved_data[:, 4], data[:, 4], atol=1e-6)  # the swing angle is a scalar
+    # H = sum of angle x rest head: the heads move with g, so H turns and gains angle x translation.
+    moved_h = data[:, 5:8].astype(np.float64) @ g[:3, :3].T + data[:, 4:5] * g[:3, 3]
+    np.testing.assert_allclose(moved_data[:, 5:8], moved_h, atol=1e-5)
 
 
 def test_bone_data_accumulates_down_any_bone_order() -> None:
@@ -136,9 +145,9 @@ def test_vertex_factor_reads_the_joint_whatever_the_weights() -> None:
     w = np.linspace(0.01, 0.99, 25)
     for parent, child in ((0, 1), (1, 2)):
         idx = np.tile([parent, child], (w.size, 1))
-        f = vertex_factors(data, idx, np.column_stack([1 - w, w]))
+        f = vertex_factors(AutoPose("JOINT", data), idx, np.column_stack([1 - w, w]))
         np.testing.assert_allclose(f, joint[child], atol=1e-6)
-    single = vertex_factors(
+    single = joint_vertex_factors(
         data, np.array([[2, 0], [1, 1], [0, 2]]), np.array([[1.0, 0], [0.3, 0.7], [0, 0]])
     )
     np.testing.assert_allclose(single, SWING_FACTOR, atol=1e-7)  # one bone (or none): factor irrelevant
@@ -154,11 +163,11 @@ def test_pair_sums_equal_the_one_pass_shader_form() -> None:
     s = np.einsum("nk,nkc->n", w, d[..., 1:] ** 2) - (np.einsum("nk,nkc->nc", w, d[..., 1:]) ** 2).sum(1)
     pairs = (1.0 - (w**2).sum(1)) / 2.0
     expected = SWING_FACTOR + (TWIST_FACTOR - SWING_FACTOR) * t / (t + s + ANGLE_EPSILON**2 * pairs)
-    np.testing.assert_allclose(vertex_factors(data, idx, w), expected, rtol=1e-6)
-    padded = vertex_factors(
+    np.testing.assert_allclose(joint_vertex_factors(data, idx, w), expected, rtol=1e-6)
+    padded = joint_vertex_factors(
         data, np.column_stack([idx, np.full(200, 3)]), np.column_stack([w, np.zeros(200)])
     )
-    np.testing.assert_allclose(padded, vertex_factors(data, idx, w), rtol=1e-7)
+    np.testing.assert_allclose(padded, joint_vertex_factors(data, idx, w), rtol=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -170,7 +179,7 @@ def test_auto_factor_on_single_joint_poses(name: str, low: float, high: float) -
     assert f.size > 0 and low <= f.min() and f.max() <= high, f"{name}: AUTO factor {f.min()}..{f.max()}"
 
 
-def test_auto_beats_every_global_factor_on_bend_then_twist() -> None:
+def test_joint_profile_beats_every_global_factor_on_bend_then_twist() -> None:
     """Issue acceptance: bend 120° at joint 1, twist 170° at joint 2. AUTO keeps the bulge at the bent joint
     no larger than f = 0.6 and the collapse at the twisted joint no larger than f = 0.9; no single global
     factor does both."""

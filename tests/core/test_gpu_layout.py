@@ -50,9 +50,12 @@ def test_layout_round_trip_keeps_stored_order_and_drops_zero_weights():
         np.testing.assert_array_equal(got, want)
     rigid = pack_bone_texture(BonePalette(matrices, real, dual, None))
     assert not rigid[:, 5:].any()
-    auto = rng.normal(size=(b, 4)).astype(np.float32)
+    auto = rng.normal(size=(b, 8)).astype(np.float32)
     with_auto = pack_bone_texture(BonePalette(matrices, real, dual, pivot), auto)
     palette_texels = slice(0, AUTO_TEXEL)
     np.testing.assert_array_equal(with_auto[:, palette_texels], texels[:, palette_texels])  # unchanged
     np.testing.assert_array_equal(unpack_auto_bone_data(with_auto, b), auto)
+    # (tau, sigma) in texel AUTO_TEXEL, (A, H) in the next (the shader reads HS_AUTO_TEXEL + 1)
+    np.testing.assert_array_equal(with_auto[:, AUTO_TEXEL], auto[:, :4])
+    np.testing.assert_array_equal(with_auto[:, AUTO_TEXEL + 1], auto[:, 4:])
     assert not unpack_auto_bone_data(texels, b).any()  # no AUTO data: a zero texel

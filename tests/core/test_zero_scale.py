@@ -100,7 +100,8 @@ def test_auto_factor_data_is_finite_under_a_collapsed_parent():
     deform = np.stack([rigid((1, 0, 0), 0.4), collapse(), collapse()])
     data = autofactor.bone_factor_data(deform, rest, np.array([-1, 0, 1]))
     assert np.isfinite(data).all()
-    # A collapsed bone reads no rotation relative to its parent: it accumulates its parent's twist and swing.
-    np.testing.assert_allclose(data[0], [0.0, 0.4, 0.0, 0.0], atol=1e-6)
+    # A collapsed bone reads no rotation relative to its parent: it accumulates its parent's twist and swing
+    # (and the root's swing of 0.4 about X, at its head, the origin).
+    np.testing.assert_allclose(data[0], [0.0, 0.4, 0.0, 0.0, 0.4, 0.0, 0.0, 0.0], atol=1e-6)
     np.testing.assert_allclose(data[1], data[0], atol=1e-6)
     np.testing.assert_allclose(data[2], data[1], atol=1e-6)

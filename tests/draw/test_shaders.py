@@ -4,8 +4,9 @@ Each vertex is drawn as one point into an RGBA32F target with its skinned positi
 normal) as colour (``GpuSkin.readback``), read back and compared with ``core.skinning.skin`` on the same
 binding and palette. Tolerances: positions 1e-5 × the rest bounding-box diagonal, unit normals 1e-5
 absolute - float32 rounding, with room for the GPU's different operation order (FMA), and far below any
-real formula difference (the scenes make LBS and DQS differ by > 1e-2 of the diagonal). The AUTO factor the
-shader derives per vertex is compared with ``core.autofactor.vertex_factors`` at 1e-5 relative.
+real formula difference (the scenes make LBS and DQS differ by > 1e-2 of the diagonal). The Auto factor the
+shader derives per vertex, for every profile, is compared with ``core.autofactor.vertex_factors`` at 1e-5
+relative (and 2e-6 absolute: the round profiles reach 0).
 """
 
 from __future__ import annotations
@@ -209,72 +210,96 @@ def test_update_pose_uploads_only_bones_until_the_rig_changes(hs, bent_cylinder)
     assert_matches_core(hs, rig, new_palette, t2a, skin, 0.5)
 
 
-FACTOR_RTOL = 1e-5  # AUTO factors (>= 0.55): relative
+FACTOR_RTOL = 1e-5  # Auto factors: relative ...
+FACTOR_ATOL = 2e-6  # ... and absolute, for the round profiles' factors near 0
+AUTO_PROFILES = ("ROUND", "KEEP_VOLUME", "JOINT")
 
 
-def assert_auto_matches_core(hs, rig, palette, t2a, skin, pose) -> tuple[float, float]:
-    """Shader AUTO vs numpy AUTO: the factor per vertex, then positions and normals skinned with it.
-    Returns (max relative factor error, max position error / diagonal)."""
-    expected = pose.auto_factors()
+def assert_auto_matches_core(hs, rig, palette, t2a, skin, pose, profile) -> tuple[float, float]:
+    """Shader Auto vs numpy Auto: the factor per vertex, then positions and normals skinned with it.
+    Returns (max factor error, max position error / diagonal)."""
+    expected = pose.auto_factors(profile)
     got = skin.readback_factors()
-    np.testing.assert_allclose(got, expected, rtol=FACTOR_RTOL, atol=0)
+    np.testing.assert_allclose(got, expected, rtol=FACTOR_RTOL, atol=FACTOR_ATOL)
     _, position_error = assert_matches_core(hs, rig, palette, t2a, skin, expected)
-    return float(np.abs(got / expected - 1.0).max()), position_error
+    return float(np.abs(got - expected).max()), position_error
 
 
-def bind_auto(hs, obj):
-    """``bind`` with the shader's AUTO factor: the pose's per-bone twist and swing go with the palette."""
+def bind_auto(hs, obj, profile):
+    """``bind`` with the shader's Auto factor: the pose's per-bone data (and, for a round profile, the
+    vertices' rest data) go with the palette."""
     rig, palette, t2a, skin = bind(hs, obj, "AUTO")
     pose = posed(rig)
-    skin.update_pose(palette, t2a, auto_bone_data=pose.auto_bone_data())
+    skin.update_pose(palette, t2a, auto_bone_data=pose.auto_bone_data(profile))
     return rig, palette, t2a, skin, pose
 
 
-def test_auto_factor_bend_and_twist_limb(hs):
-    """Bent elbow, twisted wrist (seed 000 §5.3): the shader's AUTO factor and result equal numpy's."""
+@pytest.mark.parametrize("profile", AUTO_PROFILES)
+def test_auto_factor_bend_and_twist_limb(hs, profile):
+    """Bent elbow, twisted wrist: the shader's Auto factor and result equal numpy's, for every profile."""
     arm = make_chain_armature("Rig", [1.0, 1.0, 1.0])
     cyl = make_cylinder("Limb", height=3.0, rings=36)
     skin_to_chain(cyl, arm, blend=0.4)
     pose_bone(arm, "Bone1", (120, 0, 0))
     pose_bone(arm, "Bone2", (0, 170, 0))
-    rig, palette, t2a, skin, pose = bind_auto(hs, cyl)
-    factors = pose.auto_factors()
-    assert factors.min() < 0.6 and factors.max() > 0.9, "both joint kinds must show in the factors"
-    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose)
+    rig, palette, t2a, skin, pose = bind_auto(hs, cyl, profile)
+    factors = pose.auto_factors(profile)
+    assert factors.max() > 0.9 and np.ptp(factors) > 0.3, "both joint kinds must show in the factors"
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose, profile)
     fixed = hs.skinning.skin(rig.rest_positions, rig.binding, palette, 0.5, None, t2a)[0]
-    assert np.abs(skin.readback() - fixed).max() > 1e-2 * bbox_diagonal(rig.rest_positions)  # AUTO matters
+    assert np.abs(skin.readback() - fixed).max() > 1e-2 * bbox_diagonal(rig.rest_positions)  # Auto matters
     assert_matches_core(hs, rig, palette, t2a, skin, 0.5, deform_factor=0.5)  # an override still wins
 
     pose_bone(arm, "Bone1", (0, 0, 40))  # the next frame: new bone data only, no per-vertex upload
     static = (skin._influences, skin._corner_buffer, skin._corner_factors)
     pose = posed(rig)
     palette = pose.palette
-    skin.update_pose(palette, t2a, auto_bone_data=pose.auto_bone_data())
+    skin.update_pose(palette, t2a, auto_bone_data=pose.auto_bone_data(profile))
     assert (skin._influences, skin._corner_buffer, skin._corner_factors) == static
-    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose)
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose, profile)
 
-    skin.update_pose(palette, t2a)  # AUTO without this pose's bone data cannot draw
+    skin.update_pose(palette, t2a)  # Auto without this pose's bone data cannot draw
     with pytest.raises(RuntimeError, match="auto_bone_data"):
         skin.readback()
 
 
-def test_auto_factor_bbone_chain(hs):
+def test_round_profile_rest_data_follows_the_object_placement(hs):
+    """The round profiles read each vertex's rest position in armature space: moving the mesh object
+    against the armature replaces that data (one upload) and the shader follows numpy."""
+    arm = make_chain_armature("Rig", [1.0, 1.0])
+    cyl = make_cylinder("Limb", height=2.0, rings=24)
+    skin_to_chain(cyl, arm, blend=0.5)
+    pose_bone(arm, "Bone1", (100, 0, 0))
+    rig, palette, t2a, skin, pose = bind_auto(hs, cyl, "ROUND")
+    before = pose.auto_factors("ROUND")
+    buffer = skin._corner_factors
+    cyl.location.z += 0.3  # the mesh slides along the bones: its vertices sit elsewhere relative to the joint
+    bpy.context.view_layer.update()
+    pose = posed(rig)
+    skin.update_pose(pose.palette, pose.target_to_armature, auto_bone_data=pose.auto_bone_data("ROUND"))
+    assert skin._corner_factors is not buffer
+    assert np.abs(pose.auto_factors("ROUND") - before).max() > 0.1
+    assert_auto_matches_core(hs, rig, pose.palette, pose.target_to_armature, skin, pose, "ROUND")
+
+
+@pytest.mark.parametrize("profile", AUTO_PROFILES)
+def test_auto_factor_bbone_chain(hs, profile):
     arm = make_chain_armature("BRig", [1.0, 1.0, 1.0], segments=5)
     cyl = make_cylinder("BCyl", height=3.0, rings=36)
     skin_to_chain(cyl, arm, blend=0.6)
     arm.pose.bones["Bone1"].bbone_curveinx = 0.4
     pose_bone(arm, "Bone1", (60, 0, 20))
     pose_bone(arm, "Bone2", (0, 120, 0))
-    rig, palette, t2a, skin, pose = bind_auto(hs, cyl)
+    rig, palette, t2a, skin, pose = bind_auto(hs, cyl, profile)
     assert palette.bone_count > 3
-    factors = pose.auto_factors()
+    factors = pose.auto_factors(profile)
     assert np.ptp(factors) > 0.2
-    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose)
+    assert_auto_matches_core(hs, rig, palette, t2a, skin, pose, profile)
 
 
 def test_auto_factor_equals_the_pair_sums_on_hard_influences(hs):
     """Many influences, near-rigid vertices (one weight ~1), large accumulated angles with tiny differences:
-    the shader's one-pass sums keep the precision of the numpy pair loop."""
+    the shader's one-pass sums keep the precision of the numpy pair loop and of its two-pass moments."""
     rng = np.random.default_rng(5)
     n, k, b = 4000, 8, 40
     weights = rng.random((n, k)).astype(np.float32) ** 3
@@ -284,17 +309,21 @@ def test_auto_factor_equals_the_pair_sums_on_hard_influences(hs):
     weights[7] = 0.0  # undeformed
     bones = rng.integers(0, b, (n, k)).astype(np.int32)
     binding = hs.skinning.SkinBinding(bones, weights, np.ones(n, dtype=np.float32))
-    bone_data = rng.normal(size=(b, 4)).astype(np.float32)
-    bone_data[: b // 2] = np.float32(3.0) + np.float32(1e-3) * bone_data[: b // 2]  # big, nearly equal
+    bone_data = rng.normal(size=(b, 8)).astype(np.float32)
+    bone_data[:, 4] = np.abs(bone_data[:, 4]) + np.arange(b)  # A, a path length, grows down a chain
+    bone_data[: b // 2, :4] = np.float32(3.0) + np.float32(1e-3) * bone_data[: b // 2, :4]  # big, close
+    geometry = np.column_stack([rng.normal(size=(n, 3)), rng.uniform(0.1, 1.0, n)]).astype(np.float32)
     identity = hs.skinning.bone_palette(np.tile(np.eye(4), (b, 1, 1)), np.tile(np.eye(4), (b, 1, 1)))
     source = SimpleNamespace(rest_positions=rng.random((n, 3)).astype(np.float32),
                              rest_normals=np.tile(np.float32([0, 0, 1]), (n, 1)), binding=binding)
     surface = (np.zeros((0, 3), np.int32), np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
     skin = hs.resources.GpuSkin(source, surface, hs.factor.DeformFactor.automatic())
-    skin.update_pose(identity, np.eye(4), auto_bone_data=bone_data)
-    expected = hs.autofactor.vertex_factors(bone_data, bones, weights)
-    assert np.ptp(expected) > 0.3
-    np.testing.assert_allclose(skin.readback_factors(), expected, rtol=FACTOR_RTOL, atol=0)
+    for profile in AUTO_PROFILES:
+        pose = hs.autofactor.AutoPose(profile, bone_data, None if profile == "JOINT" else geometry)
+        skin.update_pose(identity, np.eye(4), auto_bone_data=pose)
+        expected = hs.autofactor.vertex_factors(pose, bones, weights)
+        assert np.ptp(expected) > 0.3
+        np.testing.assert_allclose(skin.readback_factors(), expected, rtol=FACTOR_RTOL, atol=FACTOR_ATOL)
 
 
 def test_compile_error_names_the_shader_and_carries_the_log(hs, monkeypatch):

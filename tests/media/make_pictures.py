@@ -20,12 +20,12 @@ from tests.support.scenes import make_chain_armature, make_cylinder, pose_bone, 
 OUT = Path(__file__).resolve().parent
 
 
-def limb(bones: list[float], rings: int) -> tuple[bpy.types.Object, bpy.types.Object]:
+def limb(bones: list[float], rings: int, blend: float = 0.6) -> tuple[bpy.types.Object, bpy.types.Object]:
     for obj in list(bpy.data.objects):
         bpy.data.objects.remove(obj)
     arm = make_chain_armature("Rig", bones)
     cyl = make_cylinder("Limb", height=sum(bones), rings=rings, segments=32)
-    skin_to_chain(cyl, arm, blend=0.6)
+    skin_to_chain(cyl, arm, blend=blend)
     bpy.context.view_layer.objects.active = cyl
     bpy.ops.hybrid_skin.add()
     return arm, cyl
@@ -42,9 +42,16 @@ def main() -> None:
     pose_bone(arm, "Bone1", (120, 0, 0))
     pose_bone(arm, "Bone2", (0, 170, 0))
     cyl.hybrid_skin.factor_mode = "AUTO"
-    bpy.ops.hybrid_skin.render_comparison(
-        filepath=str(OUT / "auto_bend_then_twist.png"), width=360, height=360
-    )
+    for profile, name in (("ROUND", "auto_bend_then_twist.png"), ("JOINT", "auto_0_1_bend_then_twist.png")):
+        cyl.hybrid_skin.auto_profile = profile  # Auto (round), and the Auto of version 0.1 to compare
+        bpy.ops.hybrid_skin.render_comparison(filepath=str(OUT / name), width=360, height=360)
+    # The README's limb in profile: radius 0.25, blend zone one diameter, bent 120° in the view plane.
+    arm, cyl = limb([1.0, 1.0], 48, blend=0.5)
+    pose_bone(arm, "Bone1", (0, 0, 120))
+    cyl.hybrid_skin.factor_mode = "AUTO"
+    for profile, name in (("ROUND", "auto_bend_120.png"), ("JOINT", "auto_0_1_bend_120.png")):
+        cyl.hybrid_skin.auto_profile = profile
+        bpy.ops.hybrid_skin.render_comparison(filepath=str(OUT / name), width=360, height=360)
     hybrid_skin.unregister()
 
 

@@ -3,8 +3,9 @@
 A Rigify human rig is generated, a closed tube (shoulder to wrist, along the arm's bones) is parented with
 automatic weights (DEF bones are B-bones, so the palette holds their segment joints), the elbow is bent
 about its hinge and the forearm twisted about its own axis with ``forearm_fk.L``, and the add-on's
-``analyze`` measures LBS, DQS, f = 0.5, the best global factor and AUTO. Prints a markdown table and,
-with ``--picture``, renders LBS | Auto | DQS with ``render_comparison``.
+``analyze`` measures LBS, DQS, f = 0.5, the best global factor and every Auto profile. Prints a markdown
+table and, with ``--picture``, renders LBS | Auto | DQS with ``render_comparison`` (and, with
+``--picture-joint``, the same with Auto 0.1, profile "JOINT").
 
 Run from the repository root:  .venv/bin/python tests/media/quality_rigify.py [--bend 110] [--twist 150]
 """
@@ -32,6 +33,9 @@ ARM = ("DEF-upper_arm.L", "DEF-upper_arm.L.001", "DEF-forearm.L", "DEF-forearm.L
 ELBOW = ("DEF-upper_arm.L.001", "DEF-forearm.L")
 #: Joints whose child belongs to these bones make up the forearm (the elbow joint included).
 FOREARM = ("DEF-forearm.L", "DEF-forearm.L.001")
+#: The elbow's joint between two bones (upper arm → forearm): its shrink is the table's. The B-bone segment
+#: joints around it are one segment long, so their "convex side" is mostly limb far from both segments.
+ELBOW_HEAD = "DEF-forearm.L"
 RADIUS = 0.045
 SEGMENTS = 32
 RING_SPACING = 0.25 * RADIUS
@@ -122,14 +126,18 @@ def pose_arm(
     bpy.context.view_layer.update()
 
 
-def arm_rows(result: Analysis) -> dict[str, tuple[str, float | None, float, float]]:
-    """Per method: (factor, volume change, worst elbow bulge, worst forearm collapse)."""
+def arm_rows(result: Analysis) -> dict[str, tuple[str, float | None, float, float, float]]:
+    """Per method: (factor, volume change, worst elbow bulge, elbow joint shrink, worst forearm collapse)."""
     rows = {}
     for name, (factor, measure) in result.comparison.rows.items():
         elbow = [j.bulge for j in measure.joints if result.bones[j.joint] in ELBOW]
+        shrink = [j.shrink for j in measure.joints if result.labels[j.joint] == ELBOW_HEAD]
         forearm = [j.collapse for j in measure.joints if result.bones[j.joint] in FOREARM]
         shown = "auto" if factor is None else f"{factor:.2f}"
-        rows[name] = (shown, measure.volume_change, max(elbow, default=0.0), max(forearm, default=0.0))
+        rows[name] = (
+            shown, measure.volume_change, max(elbow, default=0.0), max(shrink, default=0.0),
+            max(forearm, default=0.0),
+        )
     return rows
 
 
@@ -138,26 +146,22 @@ def _percent(value: float | None, sign: str = "") -> str:
 
 
 def markdown(bend: float, twist: float, rows: dict, twisted: str = "forearm") -> str:
-    """Two lines in the README quality table's layout: LBS / DQS / 0.5, then best fixed f / Auto."""
+    """One line per method, the quality tables' layout."""
     lines = [
-        "| pose | method | f | volume | bulge (elbow) | collapse (forearm) |",
-        "|---|---|---|---|---|---|",
+        "| pose | method | f | volume | bulge (elbow) | shrink (elbow joint) | collapse (forearm) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    groups = (
-        (
-            f"Rigify arm: elbow {bend:g}° + {twisted} twist {twist:g}°",
-            "LBS / DQS / 0.5",
-            ("LBS", "DQS", "current"),
-        ),
-        ("", "best fixed f / Auto", ("best", "AUTO")),
-    )
-    for pose, method, names in groups:
-        picked = [rows[name] for name in names]
-        factors = " / ".join(row[0] for row in picked)
-        measures = [
-            " / ".join(_percent(row[k], sign) for row in picked) for k, sign in ((1, "+"), (2, ""), (3, ""))
-        ]
-        lines.append("| " + " | ".join([pose, method, factors, *measures]) + " |")
+    labels = {
+        "LBS": "LBS", "DQS": "DQS", "current": "f = 0.5", "best": "best single f",
+        "AUTO_JOINT": "Auto 0.1 (per joint)", "AUTO": "**Auto (round)**",
+        "AUTO_KEEP_VOLUME": "Auto, keep volume",
+    }
+    for i, (name, label) in enumerate(labels.items()):
+        row = rows[name]
+        pose = f"Rigify arm: elbow {bend:g}° + {twisted} twist {twist:g}°" if i == 0 else ""
+        factor = "per vertex" if row[0] == "auto" else row[0]
+        measures = [_percent(row[k], sign) for k, sign in ((1, "+"), (2, ""), (3, ""), (4, ""))]
+        lines.append("| " + " | ".join([pose, label, factor, *measures]) + " |")
     return "\n".join(lines)
 
 
@@ -172,6 +176,7 @@ def main(argv: list[str]) -> None:
         help="FK control to twist",
     )
     parser.add_argument("--picture", type=Path, help="also render LBS | Auto | DQS here (a .png path)")
+    parser.add_argument("--picture-joint", type=Path, help="also render LBS | Auto 0.1 | DQS here")
     parser.add_argument("--details", action="store_true", help="also print every measured joint")
     args = parser.parse_args(argv)
 
@@ -189,10 +194,12 @@ def main(argv: list[str]) -> None:
         if args.details:
             print(result.table())
         print(markdown(args.bend, args.twist, arm_rows(result), args.twist_bone.split("_")[0]))
-        if args.picture:
-            ensure_gpu_context()
-            arm.hybrid_skin.factor_mode = "AUTO"
-            bpy.ops.hybrid_skin.render_comparison(filepath=str(args.picture.resolve()), width=360, height=360)
+        for picture, profile in ((args.picture, "ROUND"), (args.picture_joint, "JOINT")):
+            if picture:
+                ensure_gpu_context()
+                arm.hybrid_skin.factor_mode = "AUTO"
+                arm.hybrid_skin.auto_profile = profile
+                bpy.ops.hybrid_skin.render_comparison(filepath=str(picture.resolve()), width=360, height=360)
     finally:
         hybrid_skin.unregister()
 
