@@ -100,7 +100,8 @@ def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=N
 def factor_key(obj: bpy.types.Object) -> tuple:
     """The factor settings as drawn: mode, number, group and Auto profile (an animated value included)."""
     settings = obj.hybrid_skin
-    return settings.factor_mode, float(settings.deform_factor), settings.factor_vertex_group, settings.auto_profile
+    value = float(settings.deform_factor)
+    return settings.factor_mode, value, settings.factor_vertex_group, settings.auto_profile
 
 
 def apply_factors(skin: GpuSkin, obj: bpy.types.Object, bound: bind.MeshBind) -> None:
