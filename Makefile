@@ -50,7 +50,7 @@ build: $(VENV_STAMP)
 RUN_PYTEST = HYBRID_SKIN_ZIP="$(CURDIR)/$(ZIP)" $(1) -m pytest $(2) \
 	|| { rc=$$?; [ $$rc -ne 5 ] || echo "error: pytest collected no tests" >&2; exit $$rc; }
 
-test: $(VENV_STAMP) build
+test: $(VENV_STAMP) build three-js
 	$(call RUN_PYTEST,$(VENV_PYTHON),tests)
 
 # The current release (5.2, the first Python 3.13 one in this list) and 5.0, each in its own pinned venv.
@@ -85,14 +85,18 @@ bench: $(VENV_STAMP)
 	$(VENV_PYTHON) tests/bench/run.py
 
 # The demo's crowd page copies three.js from the pinned npm install of the engine tests: installed here
-# from tests/engines/package-lock.json when npm is present; without it (or without network) the demo says
-# it skipped the page and does the rest.
-demo: $(VENV_STAMP)
+# from tests/engines/package-lock.json when npm is present (for `make demo` and `make test`, whose demo
+# tests check the page); without it (or without network) the demo says it skipped the page and does the
+# rest, and the tests check that sentence instead.
+.PHONY: three-js
+three-js:
 	@if [ ! -f tests/engines/node_modules/.installed ] && command -v npm >/dev/null; then \
 		npm ci --prefix tests/engines --ignore-scripts --no-audit --no-fund \
 			&& touch tests/engines/node_modules/.installed \
 			|| echo "note: npm ci failed in tests/engines: the demo skips its crowd page"; \
 	fi
+
+demo: $(VENV_STAMP) three-js
 	$(VENV_PYTHON) -m hybrid_skin demo
 
 lint: $(VENV_STAMP)

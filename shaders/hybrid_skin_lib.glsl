@@ -181,11 +181,11 @@ float hs_auto_factor(ivec2 span)
  * Over the vertex's influences, with both Auto texels x1 = (tau, sigma_xyz), x2 = (A, H_xyz) of each bone, the
  * pair sums P, T = sum w_i w_j dtau^2, S = sum w_i w_j |dsigma|^2, sum w_i w_j dA^2 and sum w_i w_j dA dH, in one
  * pass (the identity of hs_auto_factor, co-moments included), then the vertex's joint J = (sum dA dH) /
- * (sum dA^2), z^2 = |x - J|^2 / r^2 - 1 from auto_rest = (x, r^2), F = exp(-k z^2) with
+ * (sum dA^2), z^2 = |x - J|^2 / r^2 - 1 from rest_data = (x, r^2), F = exp(-k z^2) with
  * k = width (theta / 90 deg)^HS_ROUND_SWING_EXPONENT, theta^2 = S / P, and
  * f = (HS_ROUND_TWIST_WEIGHT T + S F + HS_AUTO_EPSILON_SQ P) / (HS_ROUND_TWIST_WEIGHT T + S + HS_AUTO_EPSILON_SQ P),
  * 1 when the vertex has no pair of influences. */
-float hs_round_factor(ivec2 span, vec4 auto_rest, float width)
+float hs_round_factor(ivec2 span, vec4 rest_data, float width)
 {
   float total = 0.0, pairs = 0.0;
   vec4 mean1 = vec4(0.0), mean2 = vec4(0.0), dev1 = vec4(0.0);
@@ -220,8 +220,8 @@ float hs_round_factor(ivec2 span, vec4 auto_rest, float width)
     co_ah += bw.y * d2.x * e2.yzw;
   }
   vec3 joint = sum_aa > 0.0 ? sum_ah / sum_aa : vec3(0.0);
-  vec3 off = auto_rest.xyz - joint;
-  float ratio = auto_rest.w > 0.0 ? dot(off, off) / auto_rest.w : 0.0;
+  vec3 off = rest_data.xyz - joint;
+  float ratio = rest_data.w > 0.0 ? dot(off, off) / rest_data.w : 0.0;
   float along = sum_aa > 0.0 ? max(ratio - 1.0, 0.0) : 0.0;
   float swing = (pairs > 0.0 ? sum_s / pairs : 0.0) / HS_QUARTER_TURN_SQ;
   float k = width * exp(0.5 * HS_ROUND_SWING_EXPONENT * log(max(swing, 1e-12)));
@@ -234,13 +234,13 @@ float hs_round_factor(ivec2 span, vec4 auto_rest, float width)
 
 /* The per-vertex deform factor: Auto (from the pose, flags.w), else the global slider times the (optional)
  * per-vertex map, in [0, 1]. */
-float hs_vertex_factor(ivec2 span, float map_value, vec4 auto_rest)
+float hs_vertex_factor(ivec2 span, float map_value, vec4 rest_data)
 {
   if (params.flags.w == HS_FACTOR_MODE_AUTO_JOINT) {
     return hs_auto_factor(span);
   }
   if (params.flags.w == HS_FACTOR_MODE_AUTO_ROUND) {
-    return hs_round_factor(span, auto_rest, params.factors.z);
+    return hs_round_factor(span, rest_data, params.factors.z);
   }
   return clamp(params.factors.x * mix(1.0, map_value, params.factors.y), 0.0, 1.0);
 }
