@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import importlib
 
-#: Feature packages in registration order, each with its Blender-facing modules in order (unregistered
-#: in reverse). The sidebar's main panel registers before the sub-panels that name it as their parent.
+#: Packages in registration order, each with its Blender-facing modules in order (unregistered in
+#: reverse): the rig layer first (the per-object settings and the handlers that keep every object's setup
+#: whole), then the features. The sidebar's main panel registers before the sub-panels that name it.
 FEATURES = (
-    ("skin", ("properties", "operators", "panel", "viewport", "handlers")),
+    ("rig", ("properties", "handlers")),
+    ("skin", ("operators", "panel", "viewport", "handlers")),
     ("bake", ("operators",)),
-    ("analyze", ("operators", "panel")),
-    ("animtex", ("operators", "panels", "crowd")),
+    ("analyze", ("operators", "compare", "panel")),
+    ("animtex", ("operators", "panels", "crowd", "handlers")),
 )
 
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from . import factor
 from .errors import HybridSkinError
-from .skin import bind
+from .rig import bind, factor
 
 __all__ = ["HybridSkinError", "deformed_normals", "deformed_positions", "rebind"]
 

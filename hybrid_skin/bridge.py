@@ -1,19 +1,15 @@
 """The one module that reads and writes Blender data in bulk (``foreach_get``/``foreach_set``, contiguous).
 
 Everything the add-on exchanges with Blender's mesh, pose, shape-key, attribute and image data goes
-through here as numpy arrays; nothing else walks ``mesh.vertices`` or pose bones one by one. Also the
-input checks every feature shares (:func:`editable_mesh`, :func:`armature_modifier`, :func:`validate`).
-Errors are :class:`~.errors.HybridSkinError` with a message that names the object and says how to fix
-it; operators show them with ``report`` and the scripting API lets them propagate.
+through here as numpy arrays; nothing else walks ``mesh.vertices`` or pose bones one by one. Data in and
+out only, no policy: which modifier is followed, what is refused and why live in :mod:`.rig` (``stack``,
+``checks``).
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-import os
-import re
-from contextlib import contextmanager
 
 import bmesh
 import bpy
@@ -23,26 +19,18 @@ from .core.binding import DeformBones
 from .errors import HybridSkinError
 
 __all__ = [
-    "DQS_MODIFIER",
-    "armature_in_edit_mode",
-    "armature_input",
-    "armature_modifier",
     "channel_matrices",
     "corner_vertices",
     "deform_bones",
-    "editable_mesh",
     "evaluated_positions",
-    "find_armature_modifier",
-    "is_mix_modifier",
     "image_pixels",
     "object_matrix",
     "point_attribute",
     "pose_channels",
     "read_vertex_group_entries",
-    "rest_geometry",
     "segment_matrices",
-    "set_image_pixels",
     "set_attribute",
+    "set_image_pixels",
     "set_pose_channels",
     "set_shape_key_points",
     "set_uv_map",
@@ -50,14 +38,9 @@ __all__ = [
     "shape_key_points",
     "surface",
     "triangle_vertices",
-    "validate",
     "vertex_normals",
     "vertex_positions",
-    "weight_modifiers_above",
 ]
-
-#: The Evaluated display's second (Preserve Volume) Armature modifier: never the one Hybrid Skin follows.
-DQS_MODIFIER = "HybridSkin DQS"
 
 
 def _flat(collection, attr: str, count: int, width: int, dtype=np.float32) -> np.ndarray:
@@ -74,93 +57,6 @@ def _matrices(collection, attr: str, count: int) -> np.ndarray:
 def object_matrix(obj: bpy.types.Object) -> np.ndarray:
     return np.array(obj.matrix_world, dtype=np.float64)
 
-
-# ------------------------------------------------------------------------------------ input checks
-def editable_mesh(obj: bpy.types.Object | None) -> bpy.types.Object:
-    """The object if Hybrid Skin may change it (a local mesh); else a clear :class:`HybridSkinError`."""
-    if obj is None:
-        raise HybridSkinError("No active object: select a skinned mesh")
-    if obj.type != "MESH":
-        raise HybridSkinError(f"'{obj.name}' is a {obj.type.lower()}, not a mesh: select a skinned mesh")
-    if obj.library is not None or obj.data.library is not None or obj.override_library is not None:
-        raise HybridSkinError(
-            f"'{obj.name}' is linked from a library: make it local (Object ▸ Relations ▸ Make Local) first"
-        )
-    return obj
-
-
-def is_mix_modifier(mod: bpy.types.Modifier) -> bool:
-    """Whether ``mod`` is the Evaluated display's Preserve Volume modifier (:data:`DQS_MODIFIER`, or the
-    free name Blender gave it, ``"HybridSkin DQS.001"``, when the user has a modifier of that name)."""
-    return re.fullmatch(re.escape(DQS_MODIFIER) + r"(\.\d+)?", mod.name) is not None
-
-
-def find_armature_modifier(
-    obj: bpy.types.Object, name: str = "", armature: bpy.types.Object | None = None
-) -> bpy.types.ArmatureModifier | None:
-    """The Armature modifier Hybrid Skin follows on ``obj``: the one named ``name`` if given, else the first
-    in the stack (that deforms by ``armature``, if given); never the display's own (:func:`is_mix_modifier`).
-    None if none."""
-    for mod in obj.modifiers:
-        if mod.type != "ARMATURE" or is_mix_modifier(mod) or (name and mod.name != name):
-            continue
-        if armature is None or mod.object == armature:
-            return mod
-    return None
-
-
-def followed_modifier_name(obj: bpy.types.Object) -> str:
-    """The name, now, of the Armature modifier Hybrid Skin follows on ``obj``: found by the persistent id
-    stored at Add (a rename keeps it), else by the name saved then; "" when Hybrid Skin never bound it."""
-    settings = getattr(obj, "hybrid_skin", None)
-    if settings is None:
-        return ""
-    mod = find_modifier(obj, [settings.modifier_uid, settings.modifier_name])
-    return mod.name if mod is not None and mod.type == "ARMATURE" else settings.modifier_name
-
-
-def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types.ArmatureModifier:
-    """:func:`find_armature_modifier` for a mesh that must have one; else a clear :class:`HybridSkinError`."""
-    if obj is None or obj.type != "MESH":
-        kind = "nothing" if obj is None else f"'{obj.name}' ({obj.type.lower()})"
-        raise HybridSkinError(f"Hybrid Skin needs a mesh object, got {kind}: select a skinned mesh")
-    mod = find_armature_modifier(obj, name)
-    if mod is None:
-        what = f"Armature modifier named '{name}'" if name else "Armature modifier"
-        raise HybridSkinError(f"'{obj.name}' has no {what}: add one (Ctrl+P ▸ With Automatic Weights) first")
-    return mod
-
-
-def armature_in_edit_mode(arm: bpy.types.Object) -> bool:
-    """Whether the armature's bones are being edited: Blender then deforms its meshes by the rest pose."""
-    return arm.mode == "EDIT" or arm.data.is_editmode
-
-
-def validate(
-    obj: bpy.types.Object, mod: bpy.types.ArmatureModifier, *, rest_in_edit_mode: bool = False
-) -> bpy.types.Object:
-    """Check that ``obj`` can be skinned by ``mod``; return the armature object.
-
-    ``rest_in_edit_mode``: an armature in Edit Mode is fine (the live skin shows the rest pose then, as
-    Blender does); bakes leave it False, since every frame would bake the rest pose."""
-    arm = mod.object
-    if arm is None or arm.type != "ARMATURE":
-        raise HybridSkinError(
-            f"Armature modifier '{mod.name}' on '{obj.name}' has no armature: pick one in its Object field"
-        )
-    if armature_in_edit_mode(arm) and not rest_in_edit_mode:
-        raise HybridSkinError(
-            f"Armature '{arm.name}' is in Edit Mode: switch it to Pose or Object Mode first"
-        )
-    if obj.mode == "EDIT":
-        raise HybridSkinError(f"'{obj.name}' is in Edit Mode: leave Edit Mode first")
-    if len(obj.data.vertices) == 0:
-        raise HybridSkinError(f"'{obj.name}' has no vertices: there is nothing to skin")
-    if not mod.use_vertex_groups and not mod.use_bone_envelopes:
-        raise HybridSkinError(
-            f"Armature modifier '{mod.name}' binds to neither vertex groups nor envelopes: enable one"
-        )
-    return arm
 
 
 # --------------------------------------------------------------------------------------- armature
@@ -371,113 +267,6 @@ def read_vertex_group_entries(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndar
     return counts, groups, weights
 
 
-@contextmanager
-def _viewport_disabled(mods: list[bpy.types.Modifier]):
-    """Temporarily hide modifiers in the viewport; their settings come back exactly."""
-    saved = [(m, m.show_viewport) for m in mods]
-    try:
-        for m in mods:
-            m.show_viewport = False
-        yield
-    finally:
-        for m, state in saved:
-            m.show_viewport = state
-
-
-@contextmanager
-def _keys_muted(mesh: bpy.types.Mesh, names: tuple[str, ...]):
-    """Temporarily mute shape keys (our own baked keys must not feed back into the rest input)."""
-    blocks = [
-        mesh.shape_keys.key_blocks[n] for n in names if mesh.shape_keys and n in mesh.shape_keys.key_blocks
-    ]
-    saved = [(kb, kb.mute) for kb in blocks]
-    try:
-        for kb in blocks:
-            kb.mute = True
-        yield
-    finally:
-        for kb, mute in saved:
-            kb.mute = mute
-
-
-#: Modifier types that change vertex-group weights and nothing else: vertices stay where they are.
-WEIGHT_ONLY_MODIFIER_TYPES = frozenset({"VERTEX_WEIGHT_EDIT", "VERTEX_WEIGHT_MIX", "VERTEX_WEIGHT_PROXIMITY"})
-
-
-def _changes_weights(mod: bpy.types.Modifier) -> bool:
-    """Whether ``mod`` may change vertex-group weights (or their stored order) and keep the vertex count."""
-    if mod.type == "DATA_TRANSFER":
-        return bool(mod.use_vert_data and "VGROUP_WEIGHTS" in mod.data_types_verts)
-    if mod.type == "DYNAMIC_PAINT":  # a canvas with a Weight surface paints into a vertex group
-        canvas = mod.canvas_settings if mod.ui_type == "CANVAS" else None
-        return canvas is not None and any(s.surface_type == "WEIGHT" for s in canvas.canvas_surfaces)
-    return mod.type in WEIGHT_ONLY_MODIFIER_TYPES or mod.type == "NODES"  # Geometry Nodes may write any
-
-
-def weight_modifiers_above(obj: bpy.types.Object, mod: bpy.types.Modifier) -> list[bpy.types.Modifier]:
-    """The modifiers shown in the viewport above ``mod`` that may change the vertex-group weights it
-    receives (a Vertex Weight modifier, Geometry Nodes, ...): Blender deforms with the weights they
-    produce, which may change at every frame (a keyframed setting, a Proximity target that moves)."""
-    stack = list(obj.modifiers)
-    return [m for m in stack[: stack.index(mod)] if m.show_viewport and _changes_weights(m)]
-
-
-def vertex_count_refusal(obj: bpy.types.Object, mod: bpy.types.Modifier) -> str:
-    """The sentence for modifiers above ``mod`` that change the vertex count it receives."""
-    return (
-        f"Modifiers above '{mod.name}' on '{obj.name}' change the vertex count: "
-        "move the Armature modifier above them"
-    )
-
-
-@contextmanager
-def armature_input(
-    obj: bpy.types.Object,
-    mod: bpy.types.Modifier,
-    depsgraph: bpy.types.Depsgraph,
-    exclude_keys: tuple[str, ...] = (),
-):
-    """The object as the Armature modifier ``mod`` receives it: its ``data`` is that mesh (positions,
-    normals, vertex-group weights) and its ``vertex_groups`` name the mesh's groups.
-
-    Shape keys (except ``exclude_keys``, Hybrid Skin's own baked keys) and enabled modifiers above the
-    Armature modifier are applied. When the mesh has neither, that is ``obj`` itself. Otherwise the object is
-    evaluated with the Armature modifier and everything after it hidden (as in GPU display mode); the
-    user's settings are restored on leaving. Modifiers above that change the vertex count are refused.
-    """
-    stack = list(obj.modifiers)
-    at = stack.index(mod)
-    before = [m for m in stack[:at] if m.show_viewport]
-    mesh = obj.data
-    if not before and mesh.shape_keys is None:
-        yield obj
-        return
-    tail = [m for m in stack[at:] if m.show_viewport]
-    try:
-        with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
-            if tail or exclude_keys:
-                depsgraph.update()
-            evaluated = obj.evaluated_get(depsgraph)
-            if len(evaluated.data.vertices) != len(mesh.vertices):
-                raise HybridSkinError(vertex_count_refusal(obj, mod))
-            yield evaluated
-    finally:
-        if tail or exclude_keys:
-            depsgraph.update()
-
-
-def rest_geometry(
-    obj: bpy.types.Object,
-    mod: bpy.types.Modifier,
-    depsgraph: bpy.types.Depsgraph,
-    exclude_keys: tuple[str, ...] = (),
-) -> tuple[np.ndarray, np.ndarray]:
-    """Positions and vertex normals ``(N, 3)`` that the Armature modifier receives (mesh local space; see
-    :func:`armature_input`)."""
-    with armature_input(obj, mod, depsgraph, exclude_keys) as source:
-        return vertex_positions(source.data), vertex_normals(source.data)
-
-
 def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Triangulated surface for drawing: ``(triangles (T, 3) corner indices, corner_vertex (C,),
     corner_normals (C, 3))``. Corner normals keep sharp edges and custom normals as Blender shades them."""
@@ -486,40 +275,3 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     triangles = _flat(mesh.loop_triangles, "loops", t, 3, dtype=np.int32)
     corner_vertex = corner_vertices(mesh)
     return triangles, corner_vertex, corner_normals(mesh)
-
-
-# ------------------------------------------------------------------------------------ refusals
-def single_user_mesh(obj: bpy.types.Object, what: str) -> None:
-    """Refuse ``what`` (``"a bake"``, ``"adding Hybrid Skin"``) on a mesh that other objects use too:
-    each of them would show the change (skinned ones twice)."""
-    others = [o.name for o in bpy.data.objects if o.data == obj.data and o != obj]
-    if others:
-        raise HybridSkinError(
-            f"'{obj.name}' shares its mesh '{obj.data.name}' with {others[:3]}: {what} would change "
-            "them all; make it single-user first (Object ▸ Relations ▸ Make Single User)"
-        )
-
-
-def absolute_path(path: str, what: str) -> str:
-    """``path`` made absolute; a path relative to the .blend file (``//``) needs a saved file."""
-    if path.startswith("//") and not bpy.data.filepath:
-        raise HybridSkinError(
-            f"The {what} path '{path}' is relative to the .blend file, which is not saved yet: "
-            "save the file first or give an absolute path"
-        )
-    return os.path.abspath(bpy.path.abspath(path))
-
-
-def modifier_ref(mod: bpy.types.Modifier) -> list:
-    """How saved state finds a modifier again: ``[persistent_uid, name]`` (the id survives renames)."""
-    return [int(getattr(mod, "persistent_uid", 0)), mod.name]
-
-
-def find_modifier(obj: bpy.types.Object, ref: list) -> bpy.types.Modifier | None:
-    """The modifier a :func:`modifier_ref` points at (by id, else by name), or None."""
-    uid, name = ref
-    if uid:
-        for mod in obj.modifiers:
-            if getattr(mod, "persistent_uid", 0) == uid:
-                return mod
-    return obj.modifiers.get(name)

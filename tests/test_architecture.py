@@ -1,11 +1,16 @@
-"""The package's shape, checked statically (ast, nothing imported): imports point one way, UI → glue →
-core, with no cycle anywhere; and the only module-level state is the runtime's.
+"""The package's shape, checked statically (ast, nothing imported): layers whose imports point one way,
+no feature importing another, no cycle anywhere; and the only module-level state is the runtime's.
+
+Layers, bottom to top (issue 27): ``core`` (numpy, no Blender) → base (``errors``, ``saved``, ``runtime``,
+``operator_base``) → ``bridge`` (data in and out) → ``rig`` (the shared foundation) → ``draw`` (the GPU
+layer) → the features (``skin``, ``bake``, ``analyze``, ``animtex``) → entry points (the package's
+register, the public ``api``, the command line). A module imports its own layer or lower ones; a feature
+never imports another feature.
 
 Modules are files of ``hybrid_skin/``; an import names the module it loads (``from . import bind`` is
-``hybrid_skin.skin.bind``, ``from ..bridge import x`` is ``hybrid_skin.bridge``). Every import counts,
-also inside functions (a lazy import must not hide a cycle), except those under ``if TYPE_CHECKING:``.
-UI modules are the ones ``hybrid_skin.FEATURES`` registers; entry points (the package's register, the
-command line) may import anything; core is ``hybrid_skin.core``.
+``hybrid_skin.rig.bind``, ``from ..bridge import x`` is ``hybrid_skin.bridge``). Every import counts: inside
+functions (a lazy import must not hide a cycle) and under ``if TYPE_CHECKING:`` (a type-only import is
+still an arrow between rooms).
 """
 
 from __future__ import annotations
@@ -37,24 +42,12 @@ def module_files(root: Path) -> dict[str, Path]:
     return out
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks."""
-    hidden = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            hidden.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-    return hidden
-
-
 def imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The package's modules that module ``name`` imports (see the module docstring)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    hidden = _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
     for node in ast.walk(tree):
-        if id(node) in hidden:
-            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -105,6 +98,44 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+#: Layers, bottom to top; a module's layer is the first whose prefix matches it (longest prefixes first).
+LAYERS = (
+    ("core", ("core",)),
+    ("base", ("errors", "saved", "runtime", "operator_base")),
+    ("bridge", ("bridge",)),
+    ("rig", ("rig",)),
+    ("draw", ("draw",)),
+    ("features", ("skin", "bake", "analyze", "animtex")),
+    ("entry", ("", "__main__", "api", "cli")),
+)
+FEATURE_PACKAGES = ("skin", "bake", "analyze", "animtex")
+
+
+def layer_of(module: str, root: str = "hybrid_skin") -> tuple[int, str]:
+    """``(layer index, room)`` of a module: the room is its top-level module or package."""
+    rest = module[len(root) :].lstrip(".")
+    room = rest.split(".")[0]
+    for index, (_name, rooms) in enumerate(LAYERS):
+        if room in rooms:
+            return index, room
+    raise AssertionError(f"{module} is in no layer: add its room to LAYERS")
+
+
+def wrong_arrows(graph: dict[str, set[str]], root: str = "hybrid_skin") -> list[str]:
+    """Every import that points up a layer, or from one feature package into another."""
+    wrong = []
+    for module, targets in graph.items():
+        level, room = layer_of(module, root)
+        for target in sorted(targets):
+            target_level, target_room = layer_of(target, root)
+            if target_level > level:
+                up = f"{LAYERS[level][0]} → {LAYERS[target_level][0]}"
+                wrong.append(f"{module} imports {target} (up: {up})")
+            elif room in FEATURE_PACKAGES and target_room in FEATURE_PACKAGES and target_room != room:
+                wrong.append(f"{module} imports {target} (one feature into another)")
+    return wrong
 
 
 def ui_modules(root: Path) -> set[str]:
@@ -162,18 +193,15 @@ def test_no_import_cycle_in_the_package():
     assert cycles(import_graph(PACKAGE)) == []
 
 
-def test_imports_point_from_ui_to_glue_to_core():
+def test_every_arrow_points_down_and_no_feature_imports_another():
     graph = import_graph(PACKAGE)
-    ui = ui_modules(PACKAGE)
-    assert ui and ui <= graph.keys(), "FEATURES names modules that do not exist"
-    core = {m for m in graph if m == "hybrid_skin.core" or m.startswith("hybrid_skin.core.")}
-    wrong = {m: sorted(graph[m] - core) for m in core if graph[m] - core}
-    assert not wrong, f"core modules import outside core: {wrong}"
-    entry = {
-        m for m in graph if m in ("hybrid_skin", "hybrid_skin.__main__") or m.startswith("hybrid_skin.cli")
-    }
-    upward = {m: sorted(graph[m] & ui) for m in graph.keys() - ui - entry if graph[m] & ui}
-    assert not upward, f"glue or core modules import UI modules: {upward}"
+    assert ui_modules(PACKAGE) <= graph.keys(), "FEATURES names modules that do not exist"
+    assert wrong_arrows(graph) == []
+
+
+def test_every_module_is_in_a_layer():
+    for module in import_graph(PACKAGE):
+        layer_of(module)
 
 
 def test_the_core_imports_no_blender_module():
@@ -213,39 +241,46 @@ def write_package(root: Path, files: dict[str, str]) -> Path:
     return root / "pkg"
 
 
-def test_the_checks_find_a_hidden_cycle_and_a_cache(tmp_path):
+def test_the_checks_find_hidden_cycles_upward_arrows_and_a_cache(tmp_path):
+    """The checks themselves, on a made-up package: a cycle hidden by a lazy import, one hidden by a
+    TYPE_CHECKING import, an arrow up a layer, a feature importing another, module-level caches."""
     package = write_package(
         tmp_path,
         {
-            "__init__.py": "FEATURES = (('ui', ('panel',)),)\n",
-            "ui/__init__.py": "",
-            "ui/panel.py": "from ..glue import a\n",
-            "glue/__init__.py": "",
-            "glue/a.py": "from . import b\n_cache = {}\nlisteners: list = []\n",
-            "glue/b.py": "def later():\n    from .a import _cache  # lazy: hides the cycle\n",
-            "glue/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..ui import panel\n",
-            "glue/d.py": "from ..ui.panel import x\nTABLE = {}\nTABLE['k'] = 1\ndef f():\n    global y\n",
+            "__init__.py": "FEATURES = (('skin', ('panel',)),)\n",
+            "skin/__init__.py": "",
+            "skin/panel.py": "from ..rig import a\nfrom ..bake import tool\n",
+            "bake/__init__.py": "",
+            "bake/tool.py": "",
+            "rig/__init__.py": "",
+            "rig/a.py": "from . import b\n_cache = {}\nlisteners: list = []\n",
+            "rig/b.py": "def later():\n    from .a import _cache  # lazy: hides the cycle\n",
+            "rig/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..skin import panel\n",
+            "rig/d.py": "TABLE = {}\nTABLE['k'] = 1\ndef f():\n    global y\n",
+            "runtime.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .rig import d\n",
         },
     )
     graph = import_graph(package)
-    assert cycles(graph) == [["pkg.glue.a", "pkg.glue.b"]]
-    assert graph["pkg.glue.c"] == set()  # TYPE_CHECKING imports are types only
-    assert ui_modules(package) == {"pkg.ui.panel"}
-    assert graph["pkg.glue.d"] & ui_modules(package) == {"pkg.ui.panel"}
-    assert [p.split(": ")[1] for p in module_state(package / "glue" / "a.py")] == [
+    assert cycles(graph) == [["pkg.rig.a", "pkg.rig.b"]]
+    assert graph["pkg.rig.c"] == {"pkg.skin.panel"}  # a type-only import is an arrow too
+    assert ui_modules(package) == {"pkg.skin.panel"}
+    assert wrong_arrows(graph, "pkg") == [
+        "pkg.rig.c imports pkg.skin.panel (up: rig → features)",
+        "pkg.runtime imports pkg.rig.d (up: base → rig)",
+        "pkg.skin.panel imports pkg.bake.tool (one feature into another)",
+    ]
+    assert [p.split(": ")[1] for p in module_state(package / "rig" / "a.py")] == [
         "module-level mutable '_cache'",
         "module-level mutable 'listeners'",
     ]
-    assert len(module_state(package / "glue" / "d.py")) == 2  # a mutated constant, a global
+    assert len(module_state(package / "rig" / "d.py")) == 2  # a mutated constant, a global
 
 
 def test_the_graph_sees_the_imports_of_real_modules():
     """Control: the resolver finds what these modules really import (else an empty graph would pass)."""
     graph = import_graph(PACKAGE)
     assert {"hybrid_skin.bridge", "hybrid_skin.runtime", "hybrid_skin.core.binding"} <= graph[
-        "hybrid_skin.skin.bind"
+        "hybrid_skin.rig.bind"
     ]
-    assert {"hybrid_skin.skin.bind", "hybrid_skin.factor"} <= graph["hybrid_skin.draw.comparison"]
-    assert (
-        "hybrid_skin.core.animtex.verify" in graph["hybrid_skin.animtex.bake"]
-    )  # from ..core.animtex import verify
+    assert {"hybrid_skin.rig.bind", "hybrid_skin.rig.factor"} <= graph["hybrid_skin.draw.comparison"]
+    assert "hybrid_skin.core.animtex.verify" in graph["hybrid_skin.animtex.bake"]  # from a package import

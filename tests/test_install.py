@@ -144,8 +144,8 @@ def test_disable_enable_cycles_remove_every_draw_callback(addon: ModuleType) -> 
     for _ in range(CYCLES):
         runtime = importlib.import_module(f"{ADDON_MODULE}.runtime")  # re-imported on each enable
         viewport = importlib.import_module(f"{ADDON_MODULE}.skin.viewport")
-        assert viewport.is_registered() and runtime.get().draw_handle is not None
-        handles.append(runtime.get().draw_handle)
+        assert viewport.is_registered() and viewport.viewport_state().draw_handle is not None
+        handles.append(viewport.viewport_state().draw_handle)
         bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
         assert not viewport.is_registered() and runtime.current() is None
         bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
@@ -168,7 +168,7 @@ def test_enabling_re_applies_at_once_and_leaves_no_timer_for_a_file_load(
     assert cyl.display_type == "TEXTURED"  # the user's own setting while the add-on is off
     bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
     assert cyl.display_type == "BOUNDS"
-    handlers = importlib.import_module(f"{ADDON_MODULE}.skin.handlers")
+    handlers = importlib.import_module(f"{ADDON_MODULE}.rig.handlers")
     assert not bpy.app.timers.is_registered(handlers._rearm_after_register)
 
     handlers.unregister()

@@ -15,8 +15,8 @@ import pytest
 @pytest.fixture
 def records(addon):
     return (
-        importlib.import_module(addon.__name__ + ".skin.record"),
-        importlib.import_module(addon.__name__ + ".bake.record"),
+        importlib.import_module(addon.__name__ + ".rig.record"),
+        importlib.import_module(addon.__name__ + ".rig.bake_record"),
         importlib.import_module(addon.__name__ + ".errors"),
     )
 

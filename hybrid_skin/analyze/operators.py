@@ -7,15 +7,17 @@ next analysis (nothing is written to the .blend, so the operator needs no undo s
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import bpy
 import numpy as np
 
-from .. import bridge, factor, runtime
+from .. import bridge, runtime
 from ..core.analysis import Analysis, analyze_pose
 from ..core.autofactor import PROFILES
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator
-from ..skin import bind
+from ..rig import bind, factor
 
 __all__ = ["AUTO_ROWS", "HYBRID_SKIN_OT_analyze", "analyze", "analyzed_object", "last_analysis"]
 
@@ -66,8 +68,19 @@ def analyzed_object(context) -> bpy.types.Object | None:
 
 def last_analysis(obj: bpy.types.Object) -> Analysis | None:
     """The last analysis of this very object (not of an earlier object of the same name)."""
-    result = runtime.get().analyses.get(obj.name)
+    result = _state().analyses.get(obj.session_uid)
     return result if result is not None and result.object_uid == obj.session_uid else None
+
+
+@dataclass
+class AnalyzeState:
+    """The last analysis of each object, by ``Object.session_uid`` (a rename keeps it)."""
+
+    analyses: dict[int, Analysis] = field(default_factory=dict)
+
+
+def _state() -> AnalyzeState:
+    return runtime.get().state(AnalyzeState)
 
 
 class HYBRID_SKIN_OT_analyze(GuardedOperator, bpy.types.Operator):
@@ -84,7 +97,7 @@ class HYBRID_SKIN_OT_analyze(GuardedOperator, bpy.types.Operator):
     def execute(self, context):
         obj = analyzed_object(context)
         result = analyze(obj, context.evaluated_depsgraph_get())
-        runtime.get().analyses[obj.name] = result
+        _state().analyses[obj.session_uid] = result
         best = result.comparison.rows["best"][0]
         self.report(
             {"INFO"},
@@ -105,4 +118,4 @@ def register() -> None:
 def unregister() -> None:
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)
-    runtime.get().analyses.clear()
+    _state().analyses.clear()

@@ -36,7 +36,6 @@ from contextlib import contextmanager
 import bpy
 import numpy as np
 
-from .. import factor
 from ..core.animtex import (
     AnimationTexture,
     Clip,
@@ -60,8 +59,8 @@ from ..core.animtex.samples import (
     stack_samples,
 )
 from ..errors import HybridSkinError
-from ..skin import bind
-from ..skin.bind import MeshBind
+from ..rig import bind, factor
+from ..rig.bind import MeshBind
 from . import palette
 from .corners import CornerItems
 from .export import check_names, export_meshes

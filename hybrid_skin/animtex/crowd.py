@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import blf
 import bpy
@@ -31,7 +33,7 @@ from ..core.animtex.crowd import CrowdLayout, crowd_layout, crowd_texels, crowd_
 from ..draw import shaders
 from ..draw.buffers import float_texture, vertex_buffer
 from ..errors import HybridSkinError
-from ..factor import DEFAULT_FACTOR
+from ..rig.factor import DEFAULT_FACTOR
 from .files import read_image
 from .scene import find_target
 from .summary import last_summary
@@ -41,6 +43,19 @@ __all__ = ["CrowdPreview", "hide", "is_active", "preview_for", "show", "stats_li
 #: ``output_mode`` of the crowd shader (``shaders/animtex_crowd_*.glsl``): lit colour, scene position and
 #: instance number per pixel, and the per-vertex readback of positions or unit normals.
 OUTPUT_COLOR, OUTPUT_PICK, OUTPUT_POSITIONS, OUTPUT_NORMALS = 0, 1, 2, 3
+
+
+
+@dataclass
+class CrowdState:
+    """The crowd preview being drawn, and its two draw handlers (:meth:`..runtime.Runtime.state`)."""
+
+    crowd: CrowdPreview | None = None
+    crowd_handles: list[Any] = field(default_factory=list)
+
+
+def _state() -> CrowdState:
+    return runtime.get().state(CrowdState)
 
 
 class CrowdPreview:
@@ -213,8 +228,7 @@ def preview_for(
 
 # ------------------------------------------------------------------------------ viewport drawing
 def is_active() -> bool:
-    state = runtime.current()
-    return state is not None and state.crowd is not None
+    return runtime.current() is not None and _state().crowd is not None
 
 
 def _seconds(scene: bpy.types.Scene) -> float:
@@ -222,7 +236,7 @@ def _seconds(scene: bpy.types.Scene) -> float:
 
 
 def _draw_view() -> None:
-    preview, context = runtime.get().crowd, bpy.context
+    preview, context = _state().crowd, bpy.context
     if preview is None or context.region_data is None:
         return
     try:
@@ -233,7 +247,7 @@ def _draw_view() -> None:
 
 
 def _draw_stats() -> None:
-    if runtime.get().crowd is None:
+    if _state().crowd is None:
         return
     blf.position(0, 20, 30, 0)
     blf.size(0, 13)
@@ -242,7 +256,7 @@ def _draw_stats() -> None:
 
 
 def stats_line() -> str:
-    preview = runtime.get().crowd
+    preview = _state().crowd
     if preview is None:
         return "Crowd preview off"
     return f"Crowd: {preview.count:,} instances, 1 draw call, {preview.draw_ms:.2f} ms (CPU submit)"
@@ -251,7 +265,7 @@ def stats_line() -> str:
 def show(preview: CrowdPreview) -> None:
     """Draw ``preview`` in every 3D viewport (replacing the one shown), with a statistics line."""
     hide()
-    state = runtime.get()
+    state = _state()
     state.crowd = preview
     space = bpy.types.SpaceView3D
     state.crowd_handles = [
@@ -263,7 +277,7 @@ def show(preview: CrowdPreview) -> None:
 
 def hide() -> None:
     """Stop drawing the crowd and free its GPU objects."""
-    state = runtime.get()
+    state = _state()
     for handle in state.crowd_handles:
         bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")
     state.crowd_handles = []

@@ -19,6 +19,7 @@ from .. import bridge
 from ..core.animtex import AnimationTexture, Kind, Precision, png
 from ..core.animtex.metadata import DEFAULT_MESH_ATTRIBUTES
 from ..errors import HybridSkinError
+from ..rig import checks
 from .scene import MeshPart
 
 __all__ = [
@@ -41,7 +42,7 @@ def _not_writable(folder: str, err: OSError) -> HybridSkinError:
 
 def check_directory(directory: str) -> str:
     """The absolute output folder; raises unless it exists and a file can really be created in it."""
-    path = bridge.absolute_path(directory, "output folder") if directory else ""
+    path = checks.absolute_path(directory, "output folder") if directory else ""
     if not directory or not os.path.isdir(path):
         raise HybridSkinError(f"Output folder '{directory}' does not exist: choose an existing folder")
     try:  # os.access is not enough (root, read-only mounts, network shares): really create a file

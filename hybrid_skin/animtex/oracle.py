@@ -26,7 +26,7 @@ from .. import bridge
 from ..core.animtex.report import add_oracle_gap, position_errors
 from ..core.animtex.samples import FrameSample, Samples, clip_frames, frame_key
 from ..core.animtex.texture import AnimationTexture
-from ..skin import bind
+from ..rig import bind, stack
 from .scene import MeshPart
 
 __all__ = ["BUDGET", "OracleGap", "blender_skins", "with_oracle_gap"]
@@ -42,7 +42,7 @@ BUDGET = 4_000_000
 def blender_skins(parts: Sequence[MeshPart]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Blender's own LBS and DQS positions (mesh-local, float32) of each part at the current frame: its
     Armature modifier shown, without and with Preserve Volume; the modifier is put back as it was."""
-    mods = [bridge.armature_modifier(p.obj, p.modifier) for p in parts]
+    mods = [stack.armature_modifier(p.obj, p.modifier) for p in parts]
     saved = [(m.use_deform_preserve_volume, m.show_viewport) for m in mods]
     out: dict[bool, list[np.ndarray]] = {}
     with bind.own_edits(p.obj for p in parts):  # showing a modifier is not an edit of what a bind read

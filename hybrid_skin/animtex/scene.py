@@ -22,6 +22,7 @@ import numpy as np
 from .. import bridge
 from ..core.animtex import Clip
 from ..errors import HybridSkinError
+from ..rig import checks, stack
 
 #: Pose channels and their rest values. Each clip starts from the pose the scene had when the bake
 #: started (what Blender shows when the user plays that action: channels it does not key keep their
@@ -72,11 +73,11 @@ def object_settings(obj: bpy.types.Object):
 
 def _modifier_name(obj: bpy.types.Object) -> str:
     """The Armature modifier Hybrid Skin follows (renames included); "" (the first) without the add-on."""
-    return bridge.followed_modifier_name(obj) if object_settings(obj) is not None else ""
+    return stack.followed_modifier_name(obj) if object_settings(obj) is not None else ""
 
 
 def _uses(obj: bpy.types.Object, arm: bpy.types.Object) -> bool:
-    return obj.type == "MESH" and bridge.find_armature_modifier(obj, armature=arm) is not None
+    return obj.type == "MESH" and stack.find_armature_modifier(obj, armature=arm) is not None
 
 
 def find_target(obj: bpy.types.Object | None, scene: bpy.types.Scene) -> tuple[bpy.types.Object, list]:
@@ -91,8 +92,8 @@ def find_target(obj: bpy.types.Object | None, scene: bpy.types.Scene) -> tuple[b
         return obj, meshes
     if obj is None or obj.type != "MESH":
         raise HybridSkinError("Select an armature or a skinned mesh to bake animation textures")
-    mod = bridge.armature_modifier(obj, _modifier_name(obj))
-    return bridge.validate(obj, mod), [obj]
+    mod = stack.armature_modifier(obj, _modifier_name(obj))
+    return checks.validate(obj, mod), [obj]
 
 
 def mesh_parts(meshes: list[bpy.types.Object], *, single_user: bool) -> list[MeshPart]:
@@ -107,7 +108,7 @@ def mesh_parts(meshes: list[bpy.types.Object], *, single_user: bool) -> list[Mes
             )
         data[obj.data] = obj.name
         modifier = _modifier_name(obj)
-        bridge.validate(obj, bridge.armature_modifier(obj, modifier))
+        checks.validate(obj, stack.armature_modifier(obj, modifier))
         base, normals = bridge.vertex_positions(obj.data), bridge.vertex_normals(obj.data)
         parts.append(MeshPart(obj, modifier, base, normals, start))
         start += len(base)
@@ -192,8 +193,8 @@ class AnimationState:
         still evaluate. :meth:`restore` shows them again.
         """
         for obj, name in meshes:
-            stack = list(obj.modifiers)
-            for mod in stack[stack.index(bridge.armature_modifier(obj, name)) :]:
+            modifiers = list(obj.modifiers)
+            for mod in modifiers[modifiers.index(stack.armature_modifier(obj, name)) :]:
                 if mod.show_viewport:
                     mod.show_viewport = False
                     self.hidden.append(mod)

@@ -7,7 +7,7 @@ sidecar through it.
 
 Blender remaps its own relative paths when a file is saved into another folder (Save As with Remap
 Relative), never an add-on's: :func:`rebase_paths` does it for the summaries, called by the save handlers
-(:mod:`..skin.handlers`), and :func:`restore_texts` takes it back when the open file stays the old one (Save
+(:mod:`.handlers`), and :func:`restore_texts` takes it back when the open file stays the old one (Save
 Copy, a save that failed).
 """
 
@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
 import bpy
 
-if TYPE_CHECKING:
-    from .bake import BakeResult
+from .options import BakeResult
 
 __all__ = ["SUMMARY_PROPERTY", "last_summary", "rebase_paths", "restore_texts", "store_summary", "summary"]
 

@@ -33,13 +33,13 @@ import os
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
-from .. import bridge, factor, runtime
+from .. import bridge
 from ..core import pointcache
 from ..errors import HybridSkinError
-from ..skin import bind, display
-from .record import BakeRecord
+from ..rig import baked, bind, checks, factor, setup, stack
+from ..rig.bake_record import BakeRecord
+from ..rig.state import rig_state
 
 KEY_PREFIX = "HS Bake "
 CACHE_MODIFIER = "HybridSkin Cache"
@@ -77,29 +77,25 @@ def animation_time(scene: bpy.types.Scene) -> float:
     return scene.render.frame_map_old / scene.render.frame_map_new
 
 
-def is_baked(obj: bpy.types.Object) -> bool:
-    return bool(obj.hybrid_skin.bake_state)
-
-
 def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.Modifier:
     """Raise :class:`..errors.HybridSkinError` unless ``obj`` can be baked to ``target``.
 
     Returns the Armature modifier the bake replaces."""
-    bridge.editable_mesh(obj)
+    checks.editable_mesh(obj)
     if not obj.hybrid_skin.enabled:
         raise HybridSkinError(f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)")
-    bridge.single_user_mesh(obj, "a bake")
+    checks.single_user_mesh(obj, "a bake")
     if target not in TARGETS:
         raise HybridSkinError(f"Unknown bake target '{target}'")
-    mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj))
-    bridge.validate(obj, mod)
-    stack = list(obj.modifiers)
+    mod = stack.armature_modifier(obj, stack.followed_modifier_name(obj))
+    checks.validate(obj, mod)
+    modifiers = list(obj.modifiers)
     # Shape keys act before the modifiers above: one that moves vertices would move the baked ones too.
     # One that only changes weights leaves them where they are (the Armature modifier is off then).
     above = [
         m.name
-        for m in stack[: stack.index(mod)]
-        if (m.show_viewport or m.show_render) and m.type not in bridge.WEIGHT_ONLY_MODIFIER_TYPES
+        for m in modifiers[: modifiers.index(mod)]
+        if (m.show_viewport or m.show_render) and m.type not in stack.WEIGHT_ONLY_MODIFIER_TYPES
     ]
     if above and target in ("SHAPE_KEYS", "CURRENT"):
         raise HybridSkinError(
@@ -111,7 +107,7 @@ def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.M
     if target in ("PC2", "MDD"):
         if not filepath:
             raise HybridSkinError("Choose a point cache file name")
-        filepath = bridge.absolute_path(filepath, "point cache")
+        filepath = checks.absolute_path(filepath, "point cache")
         if os.path.isdir(filepath):
             raise HybridSkinError("Choose a point cache file name")
         folder = os.path.dirname(filepath) or "."
@@ -135,34 +131,6 @@ def _check_shape_keys(obj: bpy.types.Object) -> None:
         )
 
 
-def _action_fcurves(action: bpy.types.Action) -> list:
-    """Every F-Curve collection of ``action`` (the action itself before slotted actions)."""
-    layers = getattr(action, "layers", None)
-    if not layers:
-        return [action.fcurves] if hasattr(action, "fcurves") else []
-    return [bag.fcurves for layer in layers for strip in layer.strips for bag in strip.channelbags]
-
-
-def _action_is_empty(action: bpy.types.Action) -> bool:
-    return not any(len(curves) for curves in _action_fcurves(action))
-
-
-def _data_path(name: str) -> str:
-    return f'key_blocks["{bpy.utils.escape_identifier(name)}"].value'
-
-
-def _fcurves(id_data):
-    """The F-Curve collection animating ``id_data`` (slotted actions in Blender ≥ 4.4)."""
-    anim = id_data.animation_data
-    if anim is None or anim.action is None:
-        return None
-    action = anim.action
-    if hasattr(action, "fcurves") and not hasattr(action, "slots"):
-        return action.fcurves  # Blender 4.2/4.3
-    bag = anim_utils.action_get_channelbag_for_slot(action, anim.action_slot)
-    return None if bag is None else bag.fcurves
-
-
 class Baker:
     """A bake in progress: ``start()``, ``step()`` until it returns True, then ``finish()``/``cancel()``."""
 
@@ -178,7 +146,7 @@ class Baker:
         self.filepath = filepath
         self.mod = check(obj, target, filepath)
         if target in ("PC2", "MDD"):
-            self.filepath = bridge.absolute_path(filepath, "point cache")  # where the file is written
+            self.filepath = checks.absolute_path(filepath, "point cache")  # where the file is written
             # What the Mesh Cache modifier holds: a path relative to the .blend (``//``) stays relative, as
             # Blender keeps its own, so the project folder can move and Save As remaps it.
             self.cache_path = filepath if filepath.startswith("//") else self.filepath
@@ -211,15 +179,15 @@ class Baker:
     def start(self) -> None:
         obj = self.obj
         # Until finish or cancel the object is neither set up nor baked: the handlers leave it alone.
-        runtime.get().held.add(obj.session_uid)
+        rig_state().held.add(obj.session_uid)
         # Our own keys cleared and modifiers hidden: not edits of what the bind read (edits made before,
         # e.g. weights by a script, are evaluated first and mark the bind).
         with bind.own_edits([obj]):
-            if is_baked(obj):
-                clear(obj)
-            display.restore(obj)
-            stack = list(obj.modifiers)
-            tail = stack[stack.index(self.mod) :]
+            if baked.is_baked(obj):
+                baked.clear(obj)
+            setup.restore(obj)
+            modifiers = list(obj.modifiers)
+            tail = modifiers[modifiers.index(self.mod) :]
             # Hidden while baking so the rest input is read directly; restored (or kept bypassed) later.
             self.tail_flags = [(m, m.show_viewport, m.show_render) for m in tail]
             for m in tail:
@@ -227,7 +195,7 @@ class Baker:
         self.record = BakeRecord(
             target=self.target,
             frames=list(self.frames),
-            bypassed=[[*bridge.modifier_ref(self.mod), self.tail_flags[0][1], self.mod.show_render]],
+            bypassed=[[*stack.modifier_ref(self.mod), self.tail_flags[0][1], self.mod.show_render]],
         )
 
     def step(self) -> bool:
@@ -256,9 +224,9 @@ class Baker:
             with bind.own_edits([self.obj]):
                 self._restore_tail()
                 self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
-                display.apply(self.obj)
+                setup.apply(self.obj)
         finally:
-            runtime.get().held.discard(self.obj.session_uid)
+            rig_state().held.discard(self.obj.session_uid)
 
     def finish(self) -> None:
         try:
@@ -266,7 +234,7 @@ class Baker:
             with bind.own_edits([self.obj]):
                 self._finish()
         finally:
-            runtime.get().held.discard(self.obj.session_uid)
+            rig_state().held.discard(self.obj.session_uid)
 
     def _finish(self) -> None:
         obj = self.obj
@@ -278,7 +246,7 @@ class Baker:
                 self._write_shape_keys()
         except BaseException:  # nothing half-done: take back what was written, then report
             obj.hybrid_skin.bake_state = self.record.save()
-            clear(obj)
+            baked.clear(obj)
             self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
             raise
         self.mod.show_viewport = False
@@ -300,7 +268,7 @@ class Baker:
                 f"Cannot write '{self.filepath}' ({err.strerror or err}): choose a writable file"
             ) from err
         cache = self.obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
-        self.record.cache_modifier = bridge.modifier_ref(cache)
+        self.record.cache_modifier = stack.modifier_ref(cache)
         cache.cache_format = self.target
         cache.filepath = self.cache_path
         # The Mesh Cache reads sample (animation frame · frame_scale − frame_start), the animation frame
@@ -358,78 +326,8 @@ class Baker:
                 kb.keyframe_insert("value", frame=frame)
             if i == 0:
                 self.record.action = key.animation_data.action.name
-            fcurve = _fcurves(key).find(_data_path(name))
+            fcurve = baked.fcurves(key).find(baked.data_path(name))
             for point in fcurve.keyframe_points:
                 point.interpolation = "LINEAR"
 
 
-def clear(obj: bpy.types.Object) -> None:
-    """Remove exactly what a bake added (see the module docstring) and restore the modifier flags."""
-    record = BakeRecord.load(obj.hybrid_skin.bake_state)
-    if record is None:
-        return
-    with bind.own_edits([obj]):  # the bake's own keys, cache and flags: never what a bind read
-        _clear(obj, record)
-
-
-def _clear(obj: bpy.types.Object, record: BakeRecord) -> None:
-    cache_ref = record.cache_modifier
-    cache = bridge.find_modifier(obj, cache_ref if isinstance(cache_ref, list) else [0, cache_ref or ""])
-    if cache is not None and cache.type == "MESH_CACHE":
-        obj.modifiers.remove(cache)
-    key = obj.data.shape_keys
-    if key is not None and record.keys:
-        _clear_animation(key, record)
-        blocks = key.key_blocks
-        active = obj.active_shape_key
-        active_name = active.name if active is not None else None
-        for name in record.keys:
-            kb = blocks.get(name)
-            if kb is not None:
-                obj.shape_key_remove(kb)
-        if record.created_basis and len(key.key_blocks) == 1:
-            obj.shape_key_clear()
-        elif obj.data.shape_keys is not None:  # the user's active key stays active
-            names = obj.data.shape_keys.key_blocks.keys()
-            if active_name in names:
-                obj.active_shape_key_index = names.index(active_name)
-            elif 0 <= record.active_key < len(names):
-                obj.active_shape_key_index = record.active_key
-    for uid, name, viewport, render in record.bypassed:
-        mod = bridge.find_modifier(obj, [uid, name])
-        if mod is not None:
-            mod.show_viewport, mod.show_render = viewport, render
-    obj.hybrid_skin.bake_state = ""
-    display.apply(obj)
-
-
-def _clear_animation(key: bpy.types.Key, record: BakeRecord) -> None:
-    """Remove the bake's F-Curves; then the action and animation data only if the bake created them
-    and nothing of the user's is in them (keyframes added later, drivers, NLA tracks)."""
-    ours = {_data_path(name) for name in record.keys}
-    anim = key.animation_data
-    action = bpy.data.actions.get(record.action) if record.action else None
-    if action is None and anim is not None:
-        action = anim.action  # records of version 0
-    if action is None:
-        return
-    for curves in _action_fcurves(action):
-        for fcurve in [fc for fc in curves if fc.data_path in ours]:
-            curves.remove(fcurve)
-    if not record.created_action or not _action_is_empty(action):
-        return
-    if anim is not None and anim.action == action:
-        anim.action = None
-    if anim is not None and anim.action is None and hasattr(anim, "last_slot_identifier"):
-        anim.last_slot_identifier = record.last_slot  # Blender's memory of the bake's slot
-    if action.users == 0:
-        bpy.data.actions.remove(action)
-    anim = key.animation_data
-    if (
-        record.created_animation_data
-        and anim is not None
-        and anim.action is None
-        and not len(anim.drivers)
-        and not len(anim.nla_tracks)
-    ):
-        key.animation_data_clear()

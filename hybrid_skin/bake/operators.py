@@ -7,8 +7,8 @@ import time
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 
-from .. import bridge
 from ..operator_base import GuardedOperator, ModalProgress
+from ..rig import baked, checks
 from . import baker
 
 TARGET_ITEMS = [
@@ -125,11 +125,11 @@ class HYBRID_SKIN_OT_clear_bake(GuardedOperator, bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         obj = context.active_object
-        return obj is not None and obj.type == "MESH" and baker.is_baked(obj)
+        return obj is not None and obj.type == "MESH" and baked.is_baked(obj)
 
     def execute(self, context):
-        bridge.editable_mesh(context.active_object)
-        baker.clear(context.active_object)
+        checks.editable_mesh(context.active_object)
+        baked.clear(context.active_object)
         self.report({"INFO"}, "Cleared the Hybrid Skin bake")
         return {"FINISHED"}
 

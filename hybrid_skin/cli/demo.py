@@ -171,7 +171,7 @@ def compare_with_blender(objects, armature, actions) -> str:
     import numpy as np
 
     from .. import api
-    from ..skin import native
+    from ..rig import native
 
     worst, count = 0.0, 0
     for action in actions[:2]:

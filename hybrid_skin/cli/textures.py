@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from ..animtex import bake as animtex_bake
     from ..animtex.scene import compatible_actions, find_target
     from ..errors import HybridSkinError
-    from ..skin import properties
+    from ..rig import properties
 
     own_properties = not hasattr(bpy.types.Object, "hybrid_skin")
     if own_properties:  # read the objects' saved Hybrid Skin settings (deform factor, modes)

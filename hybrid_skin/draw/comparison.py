@@ -20,10 +20,10 @@ import gpu
 import numpy as np
 from mathutils import Matrix
 
-from .. import bridge, factor
+from .. import bridge
 from ..errors import HybridSkinError
-from ..factor import DeformFactor
-from ..skin import bind
+from ..rig import bind, checks, factor
+from ..rig.factor import DeformFactor
 from . import ensure_gpu_context
 from .colors import display_color
 from .resources import GpuSkin
@@ -203,7 +203,7 @@ def comparison_path(filepath: str | Path) -> Path:
     text = str(filepath)
     if not text.lower().endswith(".png"):
         raise HybridSkinError(f"'{text}' is not a .png path: choose a PNG file name")
-    path = Path(bridge.absolute_path(text, "comparison image")).resolve()
+    path = Path(checks.absolute_path(text, "comparison image")).resolve()
     folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), path.parent)
     if path.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
         raise HybridSkinError(f"Cannot write '{path}': choose a PNG file in a writable folder")

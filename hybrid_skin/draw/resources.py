@@ -29,7 +29,7 @@ from ..core.autofactor import AutoPose
 from ..core.gpu_layout import pack_bone_texture, pack_influences
 from ..core.skinning import BonePalette, SkinBinding
 from ..core.small_linalg import inverse_affine
-from ..factor import DeformFactor
+from ..rig.factor import DeformFactor
 from . import shaders
 from .buffers import float_texture, vertex_buffer
 

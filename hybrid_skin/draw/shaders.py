@@ -29,7 +29,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gpu
@@ -433,12 +433,19 @@ def _compile(kind: str, variant: str) -> Program:
     ) from failure
 
 
+@dataclass
+class ShaderCache:
+    """``(kind, variant)`` → compiled shader, built on first use (:meth:`..runtime.Runtime.state`)."""
+
+    shaders: dict[tuple[str, str], Program] = field(default_factory=dict)
+
+
 def get(kind: str = "viewport", variant: str = "hybrid") -> Program:
     """The compiled shader for ``kind`` (a key of :data:`KINDS`) and one of its variants, cached.
 
     ``"viewport"`` / ``"readback"`` give a :class:`SkinProgram`, ``"crowd"`` a :class:`CrowdProgram`.
     """
-    cache = runtime.get().shaders
+    cache = runtime.get().state(ShaderCache).shaders
     key = (kind, variant)
     program = cache.get(key)
     if program is None:
@@ -451,5 +458,6 @@ def clear_cache(kind: str | None = None) -> None:
     state = runtime.current()
     if state is None:
         return
-    for key in [key for key in state.shaders if kind is None or key[0] == kind]:
-        del state.shaders[key]
+    shaders = state.state(ShaderCache).shaders
+    for key in [key for key in shaders if kind is None or key[0] == kind]:
+        del shaders[key]

@@ -1,1 +1,1 @@
-"""The live feature: per-object settings, the bind, what Add/Remove change on the object, the viewport."""
+"""The live display: the GPU preview's drawing, the Add/Remove/Rebind operators and the sidebar panel."""

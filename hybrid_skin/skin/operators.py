@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import EnumProperty, IntProperty, StringProperty
+from bpy.props import EnumProperty
 
-from .. import bridge
-from ..bake import baker
-from ..draw import comparison
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator
-from . import bind, display, properties, viewport
+from ..rig import baked, bind, checks, properties, setup, stack
+from . import viewport
 
 __all__ = [
     "HYBRID_SKIN_OT_add",
     "HYBRID_SKIN_OT_rebind",
     "HYBRID_SKIN_OT_remove",
-    "HYBRID_SKIN_OT_render_comparison",
 ]
 
 
@@ -51,21 +48,21 @@ class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
         return context.mode == "OBJECT"
 
     def execute(self, context):
-        obj = bridge.editable_mesh(context.active_object)
-        bridge.single_user_mesh(obj, "adding Hybrid Skin")
-        mod = bridge.armature_modifier(obj)
-        bridge.validate(obj, mod)
+        obj = checks.editable_mesh(context.active_object)
+        checks.single_user_mesh(obj, "adding Hybrid Skin")
+        mod = stack.armature_modifier(obj)
+        checks.validate(obj, mod)
         settings = obj.hybrid_skin
         if settings.enabled:
             self.report({"WARNING"}, f"'{obj.name}' already uses Hybrid Skin")
             return {"CANCELLED"}
         settings.modifier_name = mod.name
-        settings.modifier_uid = bridge.modifier_ref(mod)[0]
+        settings.modifier_uid = stack.modifier_ref(mod)[0]
         bound = bind.rebind(obj, context.evaluated_depsgraph_get())
         self._obj = obj
         settings.display = self.display
         settings.enabled = True  # sets the display up through the update callback
-        refusal = display.gpu_refusal(obj) if self.display == "GPU" else None
+        refusal = setup.gpu_refusal(obj) if self.display == "GPU" else None
         if refusal is not None:
             self.report({"WARNING"}, refusal)
             return {"FINISHED"}
@@ -81,7 +78,7 @@ class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
     def rollback(self, context) -> None:
         obj = getattr(self, "_obj", None)
         if obj is not None:
-            display.restore(obj)
+            setup.restore(obj)
             obj.hybrid_skin.enabled = False
             bind.forget(obj)
 
@@ -95,20 +92,20 @@ class HYBRID_SKIN_OT_remove(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
 
     def execute(self, context):
         obj = context.active_object
-        baked = bool(obj.hybrid_skin.bake_state)
+        was_baked = bool(obj.hybrid_skin.bake_state)
         if obj.override_library is None:
-            bridge.editable_mesh(obj)
-        elif baked:  # the baked keys live in the library's mesh, which the override cannot change
+            checks.editable_mesh(obj)
+        elif was_baked:  # the baked keys live in the library's mesh, which the override cannot change
             raise HybridSkinError(
                 f"'{obj.name}' is a library override of a baked object: clear the bake in its library "
                 f"file '{obj.override_library.reference.library.filepath}' first"
             )
         # An override's Hybrid Skin comes from its library; restoring only sets its own values back.
-        if baked:
-            baker.clear(obj)  # baked keys are derived data; leaving them would deform twice
+        if was_baked:
+            baked.clear(obj)  # baked keys are derived data; leaving them would deform twice
         obj.hybrid_skin.enabled = False  # the update callback restores a local object's own setup
-        display.restore(obj)  # (an override set up by an earlier build has its own record)
-        return self._forget(obj, " and cleared its bake" if baked else "")
+        setup.restore(obj)  # (an override set up by an earlier build has its own record)
+        return self._forget(obj, " and cleared its bake" if was_baked else "")
 
     def _forget(self, obj: bpy.types.Object, cleared: str) -> set[str]:
         bind.forget(obj)
@@ -132,40 +129,7 @@ class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
         return {"FINISHED"}
 
 
-class HYBRID_SKIN_OT_render_comparison(GuardedOperator, bpy.types.Operator):
-    """Render LBS | current hybrid | DQS side by side to a PNG, to choose a deform factor"""
-
-    bl_idname = "hybrid_skin.render_comparison"
-    bl_label = "Render Comparison"
-    bl_options = {"REGISTER"}
-
-    filepath: StringProperty(
-        name="File Path",
-        subtype="FILE_PATH",
-        default="//hybrid_skin_comparison.png",
-        options={"PATH_SUPPORTS_BLEND_RELATIVE"},
-    )
-    width: IntProperty(name="Panel Width", default=512, min=64, max=4096)
-    height: IntProperty(name="Panel Height", default=512, min=64, max=4096)
-
-    @classmethod
-    def poll(cls, context):
-        obj = context.active_object
-        return obj is not None and obj.type == "MESH"
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
-
-    def execute(self, context):
-        path = comparison.render_comparison(
-            context, context.active_object, self.filepath, width=self.width, height=self.height
-        )
-        self.report({"INFO"}, f"Wrote {path}")
-        return {"FINISHED"}
-
-
-classes = (HYBRID_SKIN_OT_add, HYBRID_SKIN_OT_remove, HYBRID_SKIN_OT_rebind, HYBRID_SKIN_OT_render_comparison)
+classes = (HYBRID_SKIN_OT_add, HYBRID_SKIN_OT_remove, HYBRID_SKIN_OT_rebind)
 
 
 def register() -> None:

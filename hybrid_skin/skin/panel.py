@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import bpy
 
-from .. import runtime
-from . import bind, display
+from ..rig import bind, setup
+from . import viewport
 
 
 class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
@@ -45,12 +45,12 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
     def draw_display_note(layout, obj) -> None:
         """What draws the mesh now and, for the GPU preview, what it does not feed."""
         settings = obj.hybrid_skin
-        if not display.is_local(obj):
+        if not setup.is_local(obj):
             layout.label(text="Linked: Blender shows its library's deformation", icon="LIBRARY_DATA_DIRECT")
             return
         if settings.display != "GPU" or settings.bake_state:
             return
-        rec = display.load(obj)
+        rec = setup.load(obj)
         if rec is None:
             return
         col = layout.column(align=True)
@@ -60,10 +60,10 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             col.label(text="and scripts see the rest pose: use Evaluated")
             return
         notes = {
-            display.HIDDEN: "Armature modifier hidden: Blender draws the mesh",
-            display.REFUSED: "Shown by Blender's own modifiers (see the Info log)",
-            display.TAIL: "A modifier follows the Armature one: Blender draws",
-            display.READ: "Something reads the mesh: Blender draws it",
+            setup.HIDDEN: "Armature modifier hidden: Blender draws the mesh",
+            setup.REFUSED: "Shown by Blender's own modifiers (see the Info log)",
+            setup.TAIL: "A modifier follows the Armature one: Blender draws",
+            setup.READ: "Something reads the mesh: Blender draws it",
         }
         col.label(text=notes.get(rec.aside, "Blender draws the mesh until Object Mode"), icon="INFO")
 
@@ -95,7 +95,8 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
             text=f"Bones: {bound.bones.count}" + (f" + {segments} B-bone segment joints" if segments else "")
         )
         col.label(text=f"Max influences: {bound.binding.max_influences}")
-        ms = runtime.get().update_ms.get(obj.name)
+        shown = viewport.viewport_state().shown.get(obj.session_uid)
+        ms = None if shown is None else shown.update_ms
         if ms is not None:
             col.label(text=f"Last update: {ms:.2f} ms")
 

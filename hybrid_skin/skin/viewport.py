@@ -14,28 +14,31 @@ with their own):
   is brought up to the frame by :meth:`~.bind.MeshBind.posed`, like every other feature's.
 
 What is shown lives in the runtime (``shown``, ``generation``); the property update callback, the
-operators and the handlers call :func:`settings_changed`, :func:`forget` and ``runtime.bump`` directly.
+operators and the handlers call :func:`settings_changed` and :func:`forget` directly.
 An object the callback fails to skin (a scene the add-on refuses) is handed to Blender's exact stack:
-the failure is kept in ``runtime.draw_failures`` and a timer makes the display step aside
+the failure is kept in the rig's state (``draw_failures``) and a timer makes the display step aside
 (:func:`step_aside_failed`), since a draw callback may not change the object.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import bpy
 import numpy as np
 
-from .. import bridge, factor, runtime
+from .. import bridge, runtime
 from ..draw.colors import display_color
 from ..draw.resources import GpuSkin
 from ..errors import HybridSkinError
-from . import bind, display
+from ..rig import bind, factor, setup, stack
+from ..rig.state import RigState, rig_state
 
 __all__ = [
     "ShownSkin",
+    "ViewportState",
     "apply_factors",
     "draw_callback",
     "draw_object",
@@ -59,13 +62,29 @@ class ShownSkin:
     factors_stale: bool = True
     #: Generation at which the bind was last checked against the scene (see :func:`skin_for`).
     checked: int = -1
-    #: The factor settings the skin has, ``(mode, number, group)``: compared at every draw.
+    #: The factor settings the skin has, ``(mode, number, group, profile)``: compared at every draw.
     factor_key: tuple | None = None
+    #: CPU milliseconds of its last per-frame update (the panel shows it).
+    update_ms: float | None = None
+
+
+@dataclass
+class ViewportState:
+    """The live display's session state (:meth:`..runtime.Runtime.state`)."""
+
+    #: ``Object.session_uid`` → what the viewport draws for it.
+    shown: dict[int, ShownSkin] = field(default_factory=dict)
+    #: The draw handler, while registered.
+    draw_handle: Any = None
+
+
+def viewport_state() -> ViewportState:
+    return runtime.get().state(ViewportState)
 
 
 def forget(obj: bpy.types.Object | None = None) -> None:
     """Free the GPU resources of ``obj`` (or of every object): after a rebind, Remove, undo or load."""
-    shown = runtime.get().shown
+    shown = viewport_state().shown
     keys = list(shown) if obj is None else [obj.session_uid]
     for key in keys:
         entry = shown.pop(key, None)
@@ -75,12 +94,11 @@ def forget(obj: bpy.types.Object | None = None) -> None:
 
 def settings_changed(obj: bpy.types.Object) -> None:
     """The object's Hybrid Skin settings changed: apply its factor settings at the next draw."""
-    state = runtime.get()
-    entry = state.shown.get(obj.session_uid)
+    entry = viewport_state().shown.get(obj.session_uid)
     if entry is not None:
         entry.factors_stale = True
         entry.pose_key = None  # switching to AUTO needs this pose's bone data
-    state.bump()
+    rig_state().bump()
 
 
 def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=None) -> bool:
@@ -89,11 +107,11 @@ def shows_on_gpu(obj: bpy.types.Object, view_layer: bpy.types.ViewLayer, space=N
     settings = obj.hybrid_skin if obj.type == "MESH" else None
     if settings is None or not settings.enabled or settings.display != "GPU" or settings.bake_state:
         return False
-    if not display.is_local(obj):  # its library's setup: Blender draws it (said once)
-        runtime.get().report_once(obj, HybridSkinError(display.gpu_refusal(obj)))
+    if not setup.is_local(obj):  # its library's setup: Blender draws it (said once)
+        runtime.get().report_once(obj, HybridSkinError(setup.gpu_refusal(obj)))
         return False
-    if not display.gpu_draws(obj):
-        return False  # stepping aside: Blender's exact stack draws it (display.aside_reason says why)
+    if not setup.gpu_draws(obj):
+        return False  # stepping aside: Blender's exact stack draws it (setup.aside_reason says why)
     return obj.visible_get(view_layer=view_layer, viewport=space)
 
 
@@ -113,12 +131,12 @@ def apply_factors(skin: GpuSkin, obj: bpy.types.Object, bound: bind.MeshBind) ->
 
 def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin:
     """The object's GPU skin, built on first use and after a rebind, with its current factor settings."""
-    state = runtime.get()
+    state, generation = viewport_state(), rig_state().generation
     shown = state.shown.get(obj.session_uid)
     key = factor_key(obj)
     if shown is not None and shown.factor_key != key:
         settings_changed(obj)  # keyframed or driven: no property update callback told us
-    if shown is not None and shown.checked == state.generation and not shown.factors_stale:
+    if shown is not None and shown.checked == generation and not shown.factors_stale:
         return shown  # nothing changed since the last draw: no bind check on a mere redraw
     bound = bind.cached_bind(obj, depsgraph, check_rest=False)
     if shown is None or shown.skin.source is not bound:
@@ -129,7 +147,7 @@ def skin_for(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> ShownSkin
         apply_factors(shown.skin, obj, bound)
         shown.factors_stale = False
         shown.factor_key = key
-    shown.checked = state.generation
+    shown.checked = generation
     return shown
 
 
@@ -158,13 +176,12 @@ def draw_object(
     :class:`..errors.HybridSkinError` for an object that cannot be skinned."""
     if not shows_on_gpu(obj, view_layer, space):
         return None
-    state = runtime.get()
     shown = skin_for(obj, depsgraph)
-    key = (state.generation, depsgraph.scene.frame_current_final)
+    key = (rig_state().generation, depsgraph.scene.frame_current_final)
     if shown.pose_key != key:
         start = time.perf_counter()
         update_pose(shown.skin, obj, depsgraph)
-        state.update_ms[obj.name] = (time.perf_counter() - start) * 1e3
+        shown.update_ms = (time.perf_counter() - start) * 1e3
         shown.pose_key = key
     obj_eval = obj.evaluated_get(depsgraph)
     shown.skin.draw(view_projection, bridge.object_matrix(obj_eval), display_color(obj))
@@ -183,7 +200,7 @@ def draw_objects(
     One object that cannot be drawn never stops the others: whatever goes wrong with it (a scene the
     add-on refuses, or a bug) is printed once per object and message, and the loop goes on."""
     drawn = []
-    state = runtime.get()
+    state = rig_state()
     for obj in objects:
         try:
             skin = draw_object(obj, depsgraph, view_projection, view_layer, space)
@@ -197,29 +214,23 @@ def draw_objects(
     return drawn
 
 
-def _failed(state: runtime.Runtime, obj: bpy.types.Object, problem: str) -> None:
+def _failed(state: RigState, obj: bpy.types.Object, problem: str) -> None:
     """The GPU display cannot skin ``obj``: said once, and Blender's exact stack shows it instead (a timer
     steps aside: the draw callback may not change the object)."""
-    state.report_once(obj, HybridSkinError(problem))
-    state.draw_failures[obj.session_uid] = (f"{problem}; Blender's own stack draws it", stack_signature(obj))
+    runtime.get().report_once(obj, HybridSkinError(problem))
+    state.draw_failures[obj.session_uid] = (f"{problem}; Blender's own stack draws it", stack.signature(obj))
     if not bpy.app.timers.is_registered(step_aside_failed):
         bpy.app.timers.register(step_aside_failed, first_interval=0.0, persistent=True)
 
 
-def stack_signature(obj: bpy.types.Object) -> tuple:
-    """The object's modifier stack as the user arranges it (names, kinds, order; not what is shown): a
-    failure to draw is tried again once it changes."""
-    return tuple((m.name, m.type) for m in obj.modifiers)
-
-
 def step_aside_failed() -> None:
-    """Timer: objects the draw callback failed to skin step aside (:func:`.display.sync`)."""
-    state = runtime.current()
-    if state is None:
+    """Timer: objects the draw callback failed to skin step aside (:func:`..rig.setup.sync`)."""
+    if runtime.current() is None:
         return None
-    for obj in [o for o in bpy.data.objects if o.session_uid in state.draw_failures and o.type == "MESH"]:
-        if obj.hybrid_skin.enabled and display.is_local(obj):
-            display.sync(obj)
+    failures = rig_state().draw_failures
+    for obj in [o for o in bpy.data.objects if o.session_uid in failures and o.type == "MESH"]:
+        if obj.hybrid_skin.enabled and setup.is_local(obj):
+            setup.sync(obj)
     return None
 
 
@@ -234,13 +245,13 @@ def draw_callback() -> None:
 
 
 def register() -> None:
-    runtime.get().draw_handle = bpy.types.SpaceView3D.draw_handler_add(
+    viewport_state().draw_handle = bpy.types.SpaceView3D.draw_handler_add(
         draw_callback, (), "WINDOW", "POST_VIEW"
     )
 
 
 def unregister() -> None:
-    state = runtime.get()
+    state = viewport_state()
     if state.draw_handle is not None:
         bpy.types.SpaceView3D.draw_handler_remove(state.draw_handle, "WINDOW")
         state.draw_handle = None
@@ -248,5 +259,4 @@ def unregister() -> None:
 
 
 def is_registered() -> bool:
-    state = runtime.current()
-    return state is not None and state.draw_handle is not None
+    return runtime.current() is not None and viewport_state().draw_handle is not None

@@ -26,7 +26,7 @@ def analyze(addon: ModuleType) -> SimpleNamespace:
     module = importlib.import_module
     panel = module(addon.__name__ + ".analyze.panel")
     return SimpleNamespace(
-        results=module(addon.__name__ + ".runtime").get().analyses,
+        results=module(addon.__name__ + ".analyze.operators")._state().analyses,
         palette_lengths=module(addon.__name__ + ".core.analysis").palette_lengths,
         draw_results=panel.draw_results,
         VIEW3D_PT_hybrid_skin_analyze=panel.VIEW3D_PT_hybrid_skin_analyze,
@@ -54,7 +54,7 @@ def limb(twist_deg: float = 0.0, bend_deg: float = 0.0, segments: int = 1, place
 def run(analyze: ModuleType, obj: bpy.types.Object):
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
-    return analyze.results[obj.name]
+    return analyze.results[obj.session_uid]
 
 
 def test_twist_180_closed_forms(analyze):
@@ -180,7 +180,7 @@ def test_bbone_segments_are_joints_and_the_panel_draws_them(addon, analyze):
     bpy.ops.hybrid_skin.rebind()
     result = run(analyze, cyl)
 
-    bind = importlib.import_module(addon.__name__ + ".skin.bind")
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
     bound = bind.cached_bind(cyl, bpy.context.evaluated_depsgraph_get())
     lengths = analyze.palette_lengths(bound.bones, bound.virtual_rest)
     np.testing.assert_allclose(lengths, [0.25, 0.25, 0.25, 0.25, -0.25] * 2, rtol=1e-5)

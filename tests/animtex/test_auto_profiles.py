@@ -45,7 +45,7 @@ def auto_limb(profile: str):
 
 def blender_truth(addon, arm, obj, profile: str) -> np.ndarray:
     """``(S, N, 3)``: Blender's own LBS + Preserve Volume mix with the profile's factors at each frame."""
-    bind = importlib.import_module(addon.__name__ + ".skin.bind")
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
     action, out = arm.animation_data.action, []
     for frame in FRAMES:
         play(arm, action, float(frame))

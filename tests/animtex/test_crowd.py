@@ -207,7 +207,7 @@ def test_toggle_and_clean_removal(gpu_context, modules, tmp_path):
     assert not crowd.is_active() and crowd.stats_line() == "Crowd preview off"  # off by default
     bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), kind="VERTEX", precision="PNG8")
     assert bpy.ops.hybrid_skin.crowd_preview(count=1000) == {"FINISHED"}
-    state = crowd.runtime.get()
+    state = crowd._state()
     assert crowd.is_active() and len(state.crowd_handles) == 2
     handles = list(state.crowd_handles)
     preview = state.crowd

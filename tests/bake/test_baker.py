@@ -37,7 +37,7 @@ def key_arrays(obj) -> dict:
 
 
 def fcurve_dump(id_data) -> dict:
-    from bl_ext.user_default.hybrid_skin.bake.baker import _fcurves
+    from bl_ext.user_default.hybrid_skin.rig.baked import fcurves as _fcurves
 
     curves = _fcurves(id_data)
     if curves is None:

@@ -28,8 +28,8 @@ from measure import Figure, interleaved, machine  # noqa: E402
 
 import hybrid_skin  # noqa: E402
 from hybrid_skin import bridge  # noqa: E402
-from hybrid_skin.factor import DeformFactor  # noqa: E402
-from hybrid_skin.skin import bind as rig  # noqa: E402
+from hybrid_skin.rig import bind as rig  # noqa: E402
+from hybrid_skin.rig.factor import DeformFactor  # noqa: E402
 
 VERTICES = 100_000
 BONES = 48

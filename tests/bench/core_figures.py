@@ -15,7 +15,7 @@ from measure import Figure, interleaved, peak_bytes
 
 from hybrid_skin import api
 from hybrid_skin.core.skinning import skin
-from hybrid_skin.skin import bind as rig
+from hybrid_skin.rig import bind as rig
 
 BONES = 48
 FACTOR = 0.5

@@ -5,7 +5,7 @@ which runs the add-on's handlers: the display's sync and the factor group's writ
 preview, the draw callback's pose upload (``viewport.update_pose``). Blocks of rounds per setup, in the
 order Blender, Evaluated, Evaluated Auto, GPU, GPU Auto, Blender again (the two Blender blocks show the
 drift). The GPU preview is measured during playback, when it leaves the factor group to a timer after it
-(``factors._busy`` reports playback, as the UI's screen does).
+(``factor_group._busy`` reports playback, as the UI's screen does).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import gpu_figures
 import scene
 from measure import Figure, Timing
 
-from hybrid_skin.skin import factors, viewport
+from hybrid_skin.rig import factor_group
+from hybrid_skin.skin import viewport
 
 BONES = 48
 VERTICES = 1_000_000
@@ -54,19 +55,19 @@ def displays(rounds: int = ROUNDS) -> list[Figure]:
     settings.factor_mode = "GLOBAL"
     settings.display = "GPU"
     bpy.context.view_layer.update()
-    assert viewport.display.gpu_draws(obj), "the preview must draw for this figure"
+    assert viewport.setup.gpu_draws(obj), "the preview must draw for this figure"
 
     def draw() -> None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
         viewport.update_pose(viewport.skin_for(obj, depsgraph).skin, obj, depsgraph)
 
-    busy, factors._busy = factors._busy, lambda: True  # playback
+    busy, factor_group._busy = factor_group._busy, lambda: True  # playback
     try:
         timings["gpu"] = _frames(arm, rounds, draw)
         settings.factor_mode = "AUTO"
         timings["gpu_auto"] = _frames(arm, rounds, draw)
     finally:
-        factors._busy = busy
+        factor_group._busy = busy
         viewport.forget()
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     timings["blender_again"] = _frames(arm, rounds)

@@ -18,7 +18,7 @@ from measure import Figure, Timing, interleaved, peak_bytes
 import hybrid_skin
 from hybrid_skin import bridge
 from hybrid_skin.bake import baker as bake
-from hybrid_skin.skin import bind as rig
+from hybrid_skin.rig import bind as rig
 
 BONES = 48
 FACTOR = 0.5

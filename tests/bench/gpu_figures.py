@@ -14,8 +14,8 @@ import scene
 from measure import Figure, interleaved
 
 from hybrid_skin import bridge
-from hybrid_skin.factor import DeformFactor
-from hybrid_skin.skin import bind as rig
+from hybrid_skin.rig import bind as rig
+from hybrid_skin.rig.factor import DeformFactor
 
 BONES = 48
 FACTOR = 0.5

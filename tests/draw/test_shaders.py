@@ -33,7 +33,7 @@ NORMAL_TOL = 1e-5  # absolute, unit vectors
 def hs(addon, gpu_context) -> SimpleNamespace:
     """The installed add-on's modules (shaders loaded from the zip's ``<package>/shaders/``)."""
     name = addon.__name__
-    modules = ("skin.bind", "bridge", "factor", "core.skinning", "core.gpu_layout", "core.autofactor",
+    modules = ("rig.bind", "bridge", "rig.factor", "core.skinning", "core.gpu_layout", "core.autofactor",
                "draw.resources", "draw.shaders", "draw.comparison")
     return SimpleNamespace(**{m.split(".")[-1]: importlib.import_module(f"{name}.{m}") for m in modules})
 

@@ -24,9 +24,9 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 import hybrid_skin  # noqa: E402
-from hybrid_skin import runtime  # noqa: E402
+from hybrid_skin.analyze import operators as analyze_ops  # noqa: E402
 from hybrid_skin.core import autofactor  # noqa: E402
-from hybrid_skin.skin import bind  # noqa: E402
+from hybrid_skin.rig import bind  # noqa: E402
 from tests.support.assets import import_gltf, play  # noqa: E402
 
 #: CesiumMan's glTF nodes have no names: the joints by their child bone (the shin's and forearm's heads).
@@ -54,7 +54,7 @@ def walk() -> dict[str, list[tuple[float, float, dict]]]:
         play(arm, action, float(frame))
         bpy.context.view_layer.objects.active = man
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
-        result = runtime.get().analyses[man.name]
+        result = analyze_ops._state().analyses[man.session_uid]
         angles = bend_angles(man)
         for name, node in JOINTS.items():
             child = next((c for c, label in result.labels.items() if label == node), None)

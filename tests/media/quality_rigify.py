@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 from mathutils import Matrix  # noqa: E402
 
 import hybrid_skin  # noqa: E402
-from hybrid_skin import runtime  # noqa: E402
+from hybrid_skin.analyze import operators as analyze_ops  # noqa: E402
 from hybrid_skin.core.analysis import Analysis  # noqa: E402
 from hybrid_skin.draw import ensure_gpu_context  # noqa: E402
 
@@ -190,7 +190,7 @@ def main(argv: list[str]) -> None:
         bpy.ops.hybrid_skin.add()
         arm.hybrid_skin.deform_factor = 0.5
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
-        result = runtime.get().analyses[arm.name]
+        result = analyze_ops._state().analyses[arm.session_uid]
         if args.details:
             print(result.table())
         print(markdown(args.bend, args.twist, arm_rows(result), args.twist_bone.split("_")[0]))

@@ -14,7 +14,7 @@ from tests.robustness.bake_scene import diagonal, evaluated, rig, same_as, snaps
 
 
 def fcurves(key) -> dict:
-    from bl_ext.user_default.hybrid_skin.bake.baker import _fcurves
+    from bl_ext.user_default.hybrid_skin.rig.baked import fcurves as _fcurves
 
     curves = _fcurves(key)
     if curves is None:

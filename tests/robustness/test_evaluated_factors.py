@@ -94,19 +94,19 @@ def test_a_factor_group_painted_in_weight_paint_is_shown_by_the_update_that_repo
 def test_a_factor_group_painted_during_a_stroke_is_written_once_the_stroke_is_over(addon, monkeypatch):
     """While a paint stroke runs it may hold the mesh's weight arrays: a timer writes after it."""
     cyl, twist, ring, hs = _twist_group(addon)
-    refresh = hs.factors.write_queued
+    refresh = hs.factor_group.write_queued
     before = _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "before painting")
     assert bpy.ops.object.mode_set(mode="WEIGHT_PAINT") == {"FINISHED"}
-    monkeypatch.setattr(hs.factors, "_stroke_running", lambda: True)
+    monkeypatch.setattr(hs.factor_group, "_stroke_running", lambda: True)
     twist.add(ring, 1.0, "REPLACE")  # as a stroke writes the group
     stale = evaluated_positions(cyl)  # the update that reports the edit: the write is queued, not done
     assert np.abs(stale - before).max() == 0.0
     try:
         assert bpy.app.timers.is_registered(refresh), "a painted factor group must queue its write"
         # The bpy module runs no timers: called as Blender would call it.
-        assert refresh() == hs.factors.WRITE_DELAY_S, "it waits for the stroke to end"
+        assert refresh() == hs.factor_group.WRITE_DELAY_S, "it waits for the stroke to end"
         assert np.abs(evaluated_positions(cyl) - before).max() == 0.0
-        monkeypatch.setattr(hs.factors, "_stroke_running", lambda: False)
+        monkeypatch.setattr(hs.factor_group, "_stroke_running", lambda: False)
         assert refresh() is None, "one write, and its own update queues nothing more"
     finally:
         if bpy.app.timers.is_registered(refresh):
@@ -121,8 +121,8 @@ def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
     pushed before its factors are written): after an undo the factors are written again."""
     cyl, twist, ring, hs = _twist_group(addon)
     monkeypatch_stroke = pytest.MonkeyPatch()
-    monkeypatch_stroke.setattr(hs.factors, "_stroke_running", lambda: True)  # steps pushed mid-stroke
-    refresh = hs.factors.write_queued
+    monkeypatch_stroke.setattr(hs.factor_group, "_stroke_running", lambda: True)  # steps pushed mid-stroke
+    refresh = hs.factor_group.write_queued
     try:
         bpy.ops.ed.undo_push(message="before")
         group = json.loads(cyl.hybrid_skin.saved_state)["factor_group"]
@@ -159,9 +159,9 @@ def test_a_removed_display_modifier_or_group_is_set_up_again(addon, part):
     _shown_equals_blender(hs, cyl, 0.7, "before")
     record = json.loads(cyl.hybrid_skin.saved_state)
     if part == "modifier":
-        cyl.modifiers.remove(next(m for m in cyl.modifiers if hs.display.bridge.is_mix_modifier(m)))
+        cyl.modifiers.remove(next(m for m in cyl.modifiers if hs.setup.stack.is_mix_modifier(m)))
     else:
         cyl.vertex_groups.remove(cyl.vertex_groups[record["factor_group"]])
     bpy.context.view_layer.update()  # the update that reports the removal sets the part up again
-    assert any(hs.display.bridge.is_mix_modifier(m) for m in cyl.modifiers)
+    assert any(hs.setup.stack.is_mix_modifier(m) for m in cyl.modifiers)
     _shown_equals_blender(hs, cyl, 0.7, f"after the {part} was removed")

@@ -43,7 +43,7 @@ def _blender_draws(hs, obj: bpy.types.Object, setup: dict) -> None:
     modifier shown, and Hybrid Skin's exact setup after it (what Blender draws is the hybrid)."""
     assert obj.display_type == setup["display_type"]
     assert obj.modifiers["Armature"].show_viewport
-    assert not hs.display.gpu_draws(obj)
+    assert not hs.setup.gpu_draws(obj)
     assert not hs.viewport.shows_on_gpu(obj, bpy.context.view_layer), "the mesh would be drawn twice"
 
 
@@ -58,7 +58,7 @@ def bent(addon):
     setup, lbs = _user_setup(cyl), evaluated_positions(cyl)
     assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
     hs = modules(addon)
-    assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
+    assert hs.setup.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert np.abs(evaluated_positions(cyl) - lbs).max() > 0.1, "the GPU display hides Blender's deformation"
     return hs, cyl, setup, lbs
 
@@ -76,7 +76,7 @@ def test_the_gpu_display_steps_aside_outside_object_mode(bent, mode):
     if mode != "EDIT":  # Blender draws the exact hybrid (in Edit Mode the modifiers' own edit-mode setting)
         assert_close(evaluated_positions(cyl), native_positions(cyl, 0.5), f"Blender's hybrid in {mode}")
     _mode(cyl, "OBJECT")
-    assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
+    assert hs.setup.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
 
 
@@ -99,7 +99,7 @@ def test_the_gpu_display_is_back_in_object_mode_with_the_weights_painted(bent, g
     _mode(cyl, "OBJECT")
     drawn = gpu_positions(hs, cyl)
     assert np.abs(drawn - before).max() > 1e-3, "the smoothing must change the result (or this test is void)"
-    hs.display.restore(cyl)
+    hs.setup.restore(cyl)
     assert_close(drawn, native_positions(cyl, 0.5), "GPU display after Weight Paint")
 
 
@@ -132,7 +132,7 @@ def test_edit_mode_edits_are_used_without_rebind(bent, edit):
     _mode(cyl, "OBJECT")
     after = hs.api.deformed_positions(cyl, deform_factor=0.5)
     assert np.abs(after - before).max() > 1e-3, "the edit must change the result (or this test is void)"
-    hs.display.restore(cyl)
+    hs.setup.restore(cyl)
     assert_close(after, native_positions(cyl, 0.5), "API after Edit Mode")
 
 
@@ -145,7 +145,7 @@ def test_the_gpu_display_draws_edit_mode_weights(bent, gpu_context):
     _mode(cyl, "OBJECT")
     drawn = gpu_positions(hs, cyl)
     assert np.abs(drawn - before).max() > 1e-3, "the edit must change the result (or this test is void)"
-    hs.display.restore(cyl)
+    hs.setup.restore(cyl)
     assert_close(drawn, native_positions(cyl, 0.5), "GPU display after Edit Mode")
 
 
@@ -161,10 +161,10 @@ def test_undo_and_redo_across_a_mode_switch_keep_the_display_in_step(bent):
         cyl = bpy.data.objects["Cylinder"]  # undo re-reads the data
         bpy.context.evaluated_depsgraph_get()
         if cyl.mode == "OBJECT":
-            assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS", step
+            assert hs.setup.gpu_draws(cyl) and cyl.display_type == "BOUNDS", step
         else:
             _blender_draws(hs, cyl, setup)
-    assert cyl.mode == "OBJECT" and hs.display.gpu_draws(cyl)
+    assert cyl.mode == "OBJECT" and hs.setup.gpu_draws(cyl)
 
 
 def test_a_file_saved_in_weight_paint_holds_the_users_setup_and_reopens_drawn_right(bent, tmp_path):
@@ -178,7 +178,7 @@ def test_a_file_saved_in_weight_paint_holds_the_users_setup_and_reopens_drawn_ri
     _blender_draws(hs, cyl, setup)
     activate(cyl)
     _mode(cyl, "OBJECT")
-    assert hs.display.gpu_draws(cyl)
+    assert hs.setup.gpu_draws(cyl)
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert _user_setup(cyl) == setup
 
@@ -191,15 +191,15 @@ def test_the_evaluated_display_keeps_the_users_active_vertex_group(addon):
     setup = _user_setup(cyl)
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     hs = modules(addon)
-    assert cyl.vertex_groups.get(hs.display.FACTOR_GROUP) is not None
+    assert cyl.vertex_groups.get(hs.setup.FACTOR_GROUP) is not None
     assert cyl.vertex_groups.active.name == picked, "Weight Paint would paint the factor group"
     _mode(cyl, "WEIGHT_PAINT")
     assert cyl.vertex_groups.active.name == picked
     cyl.vertex_groups.active_index = 0  # the user picks another group while painting
     _mode(cyl, "OBJECT")
-    hs.display.restore(cyl)  # as a save does
+    hs.setup.restore(cyl)  # as a save does
     assert cyl.vertex_groups.active_index == 0, "the user's pick made while the display was on is lost"
-    hs.display.apply(cyl)
+    hs.setup.apply(cyl)
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     setup["active_vertex_group"] = 0
     assert _user_setup(cyl) == setup
@@ -213,7 +213,7 @@ def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     cyl.hybrid_skin.display = "EVALUATED"
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     hs = modules(addon)
-    group = hs.display.FACTOR_GROUP
+    group = hs.setup.FACTOR_GROUP
     _mode(cyl, "EDIT")
     cyl.hybrid_skin.deform_factor = 0.3  # the slider dragged in Edit Mode
     bpy.ops.mesh.select_all(action="SELECT")
@@ -233,19 +233,19 @@ def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     dg = bpy.context.evaluated_depsgraph_get()
     auto = hs.bind.cached_bind(cyl, dg).posed(dg).auto_factors()
     assert len(auto) == len(cyl.data.vertices) and np.ptp(auto) > 0.01, "Auto factors vary (or this is void)"
-    assert np.allclose(group_weights(cyl, group), auto, atol=hs.factors.AUTO_STEP)
+    assert np.allclose(group_weights(cyl, group), auto, atol=hs.factor_group.AUTO_STEP)
 
 
 def test_switching_the_display_while_painting_keeps_blenders_drawing_until_object_mode(bent):
     hs, cyl, setup, lbs = bent
     _mode(cyl, "WEIGHT_PAINT")
     cyl.hybrid_skin.display = "EVALUATED"
-    assert cyl.modifiers.get(hs.display.MIX_MODIFIER) is not None, "Evaluated: Blender's own hybrid"
+    assert cyl.modifiers.get(hs.setup.MIX_MODIFIER) is not None, "Evaluated: Blender's own hybrid"
     cyl.hybrid_skin.display = "GPU"
     _blender_draws(hs, cyl, setup)
     assert_close(evaluated_positions(cyl), native_positions(cyl, 0.5), "Blender's hybrid while painting")
     _mode(cyl, "OBJECT")
-    assert hs.display.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
+    assert hs.setup.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert _user_setup(cyl) == setup
 
@@ -266,7 +266,7 @@ def test_a_save_in_edit_mode_with_the_evaluated_display_stores_the_users_mesh_ex
     _mode(cyl, "EDIT")
     hs.handlers.on_save_post()
     _mode(cyl, "OBJECT")
-    assert cyl.modifiers.get(hs.display.MIX_MODIFIER) is not None
+    assert cyl.modifiers.get(hs.setup.MIX_MODIFIER) is not None
     assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.5), "after the save")
 
 
@@ -285,14 +285,14 @@ def test_an_armature_modifier_the_user_hid_is_respected_by_the_gpu_display(addon
     rest, setup = evaluated_positions(cyl), _user_setup(cyl)
     assert np.abs(rest - lbs).max() > 0.1, "hiding the modifier must show the rest shape (or this is void)"
     assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
-    assert cyl.display_type == setup["display_type"] and not hs.display.gpu_draws(cyl)
+    assert cyl.display_type == setup["display_type"] and not hs.setup.gpu_draws(cyl)
     assert not any(m.show_viewport for m in cyl.modifiers), "the user's hidden modifier stays hidden"
     assert not hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
     assert_close(evaluated_positions(cyl), rest, "what Blender shows: the rest shape, as the user asked")
     assert note in draw_panel(panel).labels()
     cyl.modifiers["Armature"].show_viewport = True  # the user shows it again
     bpy.context.view_layer.update()
-    assert hs.display.gpu_draws(cyl) and hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
+    assert hs.setup.gpu_draws(cyl) and hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
     assert note not in draw_panel(panel).labels()
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert cyl.modifiers["Armature"].show_viewport, "the user's last choice comes back"

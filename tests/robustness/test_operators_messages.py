@@ -139,7 +139,7 @@ def test_every_operator_goes_through_the_error_funnel(addon):
 @pytest.mark.parametrize("operator", ["add", "rebind", "analyze"])
 def test_a_bug_inside_an_operator_is_one_sentence_and_nothing_changes(addon, monkeypatch, operator):
     """Any exception, not only the add-on's own errors, becomes a report; Add takes back what it did."""
-    bind = importlib.import_module(addon.__name__ + ".skin.bind")
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
     arm, obj = rig(add=operator != "add")
 
     def broken(*args, **kwargs):
@@ -155,7 +155,7 @@ def test_a_bug_inside_an_operator_is_one_sentence_and_nothing_changes(addon, mon
 
 def test_add_fails_after_enabling_and_is_taken_back(addon, monkeypatch):
     """The failure comes after the display was applied: the funnel's rollback restores it."""
-    bind = importlib.import_module(addon.__name__ + ".skin.bind")
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
     real = bind.rebind
 
     class Partial:  # a bind whose report line breaks, after Add switched the display on

@@ -40,7 +40,7 @@ def test_remove_after_renaming_every_modifier_of_the_tail(addon):
     before = snapshot()
     bpy.ops.hybrid_skin.add(display="GPU")
     assert smooth.show_viewport and obj.modifiers["Armature"].show_viewport
-    assert not modules(addon).display.gpu_draws(obj)
+    assert not modules(addon).setup.gpu_draws(obj)
     smooth.name, obj.modifiers["Armature"].name = "Smooth.renamed", "Skin"
     bpy.ops.hybrid_skin.remove()
     assert obj.modifiers["Skin"].show_viewport and obj.modifiers["Smooth.renamed"].show_viewport

@@ -110,7 +110,7 @@ def test_two_armature_modifiers_warn_at_add_and_show_blenders_stack(addon, two_a
     assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
     out = capfd.readouterr().out
     assert "'Cylinder' has 2 Armature modifiers and the GPU display skins only one" in out
-    assert not modules(addon).display.gpu_draws(cyl)  # it steps aside: Blender's exact stack draws
+    assert not modules(addon).setup.gpu_draws(cyl)  # it steps aside: Blender's exact stack draws
     assert all(m.show_viewport for m in cyl.modifiers)  # nothing of Blender's hidden
     assert not modules(addon).viewport.shows_on_gpu(cyl, bpy.context.view_layer)
     assert_close(evaluated_positions(cyl), expected, "Evaluated display with two Armature modifiers")

@@ -92,7 +92,7 @@ def test_one_object_that_fails_to_draw_never_stops_the_others(addon, gpu_context
     assert bpy.app.timers.is_registered(hs.viewport.step_aside_failed)
     bpy.app.timers.unregister(hs.viewport.step_aside_failed)
     hs.viewport.step_aside_failed()
-    assert not hs.display.gpu_draws(first) and hs.display.gpu_draws(second)
+    assert not hs.setup.gpu_draws(first) and hs.setup.gpu_draws(second)
     assert first.modifiers["Armature"].show_viewport and first.display_type != "BOUNDS"
     assert_close(evaluated_positions(first), native_positions(first, 0.5), "the object that failed to draw")
 

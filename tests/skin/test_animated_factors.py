@@ -39,14 +39,14 @@ def _auto_truth(hs, obj) -> np.ndarray:
     """Blender's mix at the Auto factors the Evaluated display writes (rounded to ``AUTO_STEP``)."""
     dg = bpy.context.evaluated_depsgraph_get()
     factors = hs.bind.cached_bind(obj, dg).posed(dg).auto_factors()
-    return native_positions(obj, np.round(factors / hs.factors.AUTO_STEP) * hs.factors.AUTO_STEP)
+    return native_positions(obj, np.round(factors / hs.factor_group.AUTO_STEP) * hs.factor_group.AUTO_STEP)
 
 
 def _agrees_with_the_api(addon, hs, obj, shown, what: str) -> None:
     """Within what rounding Auto factors to ``AUTO_STEP`` can move a vertex: |LBS − DQS| · step / 2."""
     exact = addon.api.deformed_positions(obj)
     spread = np.abs(addon.api.deformed_positions(obj, 0.0) - addon.api.deformed_positions(obj, 1.0))
-    assert np.abs(shown - exact).max() <= spread.max() * hs.factors.AUTO_STEP / 2 + 1e-6, what
+    assert np.abs(shown - exact).max() <= spread.max() * hs.factor_group.AUTO_STEP / 2 + 1e-6, what
 
 
 def _drawn(hs, obj) -> np.ndarray:
@@ -67,7 +67,7 @@ def test_the_gpu_display_draws_an_animated_factor(addon, gpu_context, animate):
         scene.frame_set(frame)
         value = obj.hybrid_skin.deform_factor
         assert 0.2 < value < 0.95, f"the factor is animated (frame {frame}: {value})"
-        assert hs.display.gpu_draws(obj)
+        assert hs.setup.gpu_draws(obj)
         drawn = _drawn(hs, obj)
         what = f"GPU display at frame {frame} (factor {value:.2f})"
         assert_close(drawn, native_positions(obj, value), what)

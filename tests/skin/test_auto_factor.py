@@ -35,7 +35,7 @@ def bent_then_twisted(blend: float = 0.4):
 
 
 def posed_bind(addon, obj):
-    bind = importlib.import_module(addon.__name__ + ".skin.bind")
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
     dg = bpy.context.evaluated_depsgraph_get()
     return bind.cached_bind(obj, dg).posed(dg)
 

@@ -64,7 +64,7 @@ def test_convert_to_mesh_keeps_the_posed_hybrid_and_leaves_no_hybrid_skin(addon,
     arm, body, world = posed
     body.hybrid_skin.display = display
     if display == "GPU":
-        assert modules(addon).display.gpu_draws(body)
+        assert modules(addon).setup.gpu_draws(body)
     activate(body)
     assert bpy.ops.object.convert(target="MESH") == {"FINISHED"}
     bpy.context.view_layer.update()
@@ -201,7 +201,7 @@ def test_renders_see_the_hybrid_with_the_gpu_preview(addon, tmp_path):
     hs = modules(addon)
     arm, body = rig(display="GPU")
     bpy.context.scene.frame_set(FRAME)
-    assert hs.display.gpu_draws(body) and all(m.show_render for m in body.modifiers)
+    assert hs.setup.gpu_draws(body) and all(m.show_render for m in body.modifiers)
     local = addon.api.deformed_positions(body).astype(np.float64)
     matrix = np.array(body.matrix_world)
     world = local @ matrix[:3, :3].T + matrix[:3, 3]

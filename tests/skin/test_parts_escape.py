@@ -32,7 +32,7 @@ def _parts(obj) -> list[str]:
 
 def _exact(addon, obj, what: str) -> None:
     """Hybrid Skin fully set up on ``obj``: Blender shows the API's hybrid, which is Blender's own mix."""
-    assert obj.hybrid_skin.enabled and modules(addon).display.is_applied(obj), what
+    assert obj.hybrid_skin.enabled and modules(addon).setup.is_applied(obj), what
     shown = evaluated_positions(obj)
     assert_close(shown, addon.api.deformed_positions(obj), what)
     assert_close(shown, native_positions(obj, obj.hybrid_skin.deform_factor), what + " (Blender's mix)")
@@ -128,7 +128,7 @@ def test_an_appended_character_is_set_up(addon, tmp_path, display, how):
     assert obj.library is None and obj.hybrid_skin.display == display
     hs = modules(addon)
     if display == "GPU":
-        assert hs.display.gpu_draws(obj), "the preview draws the appended character"
+        assert hs.setup.gpu_draws(obj), "the preview draws the appended character"
         obj.hybrid_skin.display = "EVALUATED"  # what Blender holds, to compare
     _exact(addon, obj, f"appended ({how})")
 
@@ -280,11 +280,11 @@ def test_a_modifier_changing_the_vertex_count_moved_above_is_one_sentence(addon,
     arm, obj = rig(display=display)
     subdivision = obj.modifiers.new("Subdivision", "SUBSURF")
     bpy.context.view_layer.update()
-    assert not hs.display.gpu_draws(obj)  # a modifier after the Armature one: Blender draws the stack
+    assert not hs.setup.gpu_draws(obj)  # a modifier after the Armature one: Blender draws the stack
     with bpy.context.temp_override(object=obj):
         bpy.ops.object.modifier_move_to_index(modifier=subdivision.name, index=0)
     bpy.context.view_layer.update()
-    assert not hs.display.gpu_draws(obj), "the display steps aside: Blender draws its own stack"
+    assert not hs.setup.gpu_draws(obj), "the display steps aside: Blender draws its own stack"
     refusal = "change the vertex count: move the Armature modifier above them"
     with pytest.raises(hs.errors.HybridSkinError, match=refusal):
         addon.api.deformed_positions(obj)

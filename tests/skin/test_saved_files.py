@@ -97,7 +97,7 @@ def saved_auto(tmp_path):
 
 
 def _posed(addon, obj):
-    bind = importlib.import_module(addon.__name__ + ".skin.bind")
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
     dg = bpy.context.evaluated_depsgraph_get()
     return bind.cached_bind(obj, dg).posed(dg)
 

@@ -243,7 +243,7 @@ def test_what_reads_the_character_sees_blenders_hybrid(addon, display, consumer)
     body.hybrid_skin.deform_factor = 0.6
     bpy.context.scene.frame_set(FRAME)
     if display == "GPU":
-        assert hs.display.gpu_draws(body), "nothing reads it yet: the preview draws"
+        assert hs.setup.gpu_draws(body), "nothing reads it yet: the preview draws"
     with native_twin(body, 0.6) as twin:
         ours, measure = consumer(body, arm)
         theirs, _ = consumer(twin, arm)
@@ -252,9 +252,9 @@ def test_what_reads_the_character_sees_blenders_hybrid(addon, display, consumer)
         got, expected = measure(ours), measure(theirs)
         assert np.abs(expected - measure(theirs if theirs is not twin else twin)).max() == 0.0
         assert_close(np.atleast_2d(got), np.atleast_2d(expected), f"{consumer.__name__} ({display})")
-        assert not hs.display.gpu_draws(body), "Blender's exact stack must draw what something reads"
+        assert not hs.setup.gpu_draws(body), "Blender's exact stack must draw what something reads"
         if display == "GPU":
-            assert hs.display.load(body).aside in (hs.display.READ, hs.display.TAIL)
+            assert hs.setup.load(body).aside in (hs.setup.READ, hs.setup.TAIL)
 
 
 def test_the_rest_pose_would_differ(addon):
@@ -280,7 +280,7 @@ def test_a_camera_tracking_the_character_leaves_the_preview_drawing(addon):
     mirror = make_cylinder("Mirrored", rings=2, segments=4).modifiers.new("Mirror", "MIRROR")
     mirror.mirror_object = body
     bpy.context.view_layer.update()
-    assert hs.display.gpu_draws(body)
+    assert hs.setup.gpu_draws(body)
 
 
 def test_the_preview_draws_again_when_the_reader_is_gone(addon, capfd):
@@ -288,12 +288,12 @@ def test_the_preview_draws_again_when_the_reader_is_gone(addon, capfd):
     arm, body = rig(display="GPU")
     shirt, _ = shrinkwrap_shirt(body, arm)
     bpy.context.view_layer.update()
-    assert not hs.display.gpu_draws(body) and body.display_type != "BOUNDS"
+    assert not hs.setup.gpu_draws(body) and body.display_type != "BOUNDS"
     out = capfd.readouterr().out
     assert f"'{shirt.name}' reads it (modifier 'Shrinkwrap'): Blender draws '{body.name}'" in out
     bpy.data.objects.remove(shirt)
     bpy.context.view_layer.update()
-    assert hs.display.gpu_draws(body) and body.display_type == "BOUNDS"
+    assert hs.setup.gpu_draws(body) and body.display_type == "BOUNDS"
 
 
 @pytest.mark.parametrize("display", ["EVALUATED", "GPU"])

@@ -29,8 +29,10 @@ BOX_TOL = 1.5  # pixels
 @pytest.fixture
 def hs(addon, gpu_context) -> SimpleNamespace:
     name = addon.__name__
-    modules = ("skin.viewport", "skin.bind", "api", "runtime", "draw.comparison")
-    return SimpleNamespace(**{m.split(".")[-1]: importlib.import_module(f"{name}.{m}") for m in modules})
+    modules = ("skin.viewport", "rig.bind", "api", "runtime", "draw.comparison", "rig.state")
+    namespace = {m.split(".")[-1]: importlib.import_module(f"{name}.{m}") for m in modules}
+    namespace["rig_state"] = namespace.pop("state")
+    return SimpleNamespace(**namespace)
 
 
 @pytest.fixture
@@ -102,10 +104,10 @@ def test_every_part_is_drawn_where_the_core_puts_it(hs, robot):
     for obj in skinned:
         skin = assert_drawn_where_the_core_puts_it(hs, obj)
         assert skin.vertex_count == len(obj.data.vertices) and not skin.auto_factor
-        assert hs.runtime.get().update_ms[obj.name] > 0.0
+        assert hs.viewport.viewport_state().shown[obj.session_uid].update_ms > 0.0
     play(arm, clip_action("Punch"), 20.0)  # another frame: new pose, same GPU data
     for obj in skinned:
-        shown = hs.runtime.get().shown[obj.session_uid]
+        shown = hs.viewport.viewport_state().shown[obj.session_uid]
         before = static_buffers(shown.skin)
         assert assert_drawn_where_the_core_puts_it(hs, obj) is shown.skin
         assert static_buffers(shown.skin) == before
@@ -183,7 +185,7 @@ def test_animated_shape_key_refreshes_the_rest_input(hs, robot):
     before = static_buffers(skin)
     view_projection, _ = expected_pixels(hs, obj)
     key.value = 1.0
-    hs.runtime.get().bump()  # what the depsgraph handler does in the UI
+    hs.rig_state.rig_state().bump()  # what the depsgraph handler does in the UI
     assert draw(hs, obj, view_projection)[0] is skin  # the viewport re-reads the rest input itself...
     assert skin._corner_buffer is not before[1]  # ... and uploads the new rest shape
     assert assert_drawn_where_the_core_puts_it(hs, obj) is skin
@@ -202,6 +204,6 @@ def test_plain_redraw_skips_the_bind_check_until_the_scene_changes(hs, robot, mo
         skin, covered = draw(hs, obj, view_projection)
         assert covered.any()
     assert calls == []
-    hs.runtime.get().bump()  # what the depsgraph and frame-change handlers do
+    hs.rig_state.rig_state().bump()  # what the depsgraph and frame-change handlers do
     draw(hs, obj, view_projection)
     assert calls == [1]

@@ -31,11 +31,12 @@ import re
 
 import bpy
 
-from .. import bridge, factor, runtime
+from .. import bridge, runtime
 from ..core.skinning import skin
 from ..errors import HybridSkinError
-from . import bind, factors, native, readers, record
+from . import bind, checks, factor, factor_group, native, readers, record, stack
 from .record import FACTOR_GROUP, MIX_MODIFIER, DisplayRecord
+from .state import rig_state
 
 __all__ = [
     "FACTOR_GROUP",
@@ -100,14 +101,14 @@ def gpu_refusal(obj: bpy.types.Object) -> str | None:
             f"'{obj.name}' is linked from a library: Blender shows its library's own deformation "
             "(make it local to use Hybrid Skin on it)"
         )
-    armatures = [m for m in obj.modifiers if m.type == "ARMATURE" and not bridge.is_mix_modifier(m)]
+    armatures = [m for m in obj.modifiers if m.type == "ARMATURE" and not stack.is_mix_modifier(m)]
     if len(armatures) > 1:
         return (
             f"'{obj.name}' has {len(armatures)} Armature modifiers and the GPU display skins only one: "
             "Blender's own stack draws it (the Evaluated display)"
         )
-    mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
-    weighting = bridge.weight_modifiers_above(obj, mod) if mod is not None else []
+    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
+    weighting = stack.weight_modifiers_above(obj, mod) if mod is not None else []
     if weighting:
         return (
             f"Modifier '{weighting[0].name}' above the Armature modifier of '{obj.name}' can change its "
@@ -130,15 +131,15 @@ def aside_reason(
     above changes it, which the bind refuses with the same sentence."""
     if obj.mode != "OBJECT":
         return obj.mode, f"'{obj.name}' is in {obj.mode.replace('_', ' ').title()} Mode: Blender draws it"
-    stack = list(obj.modifiers)
-    after = stack[stack.index(mix if mix is not None else mod) + 1 :]
+    modifiers = list(obj.modifiers)
+    after = modifiers[modifiers.index(mix if mix is not None else mod) + 1 :]
     tail = [m for m in after if m.show_viewport]
-    failure = runtime.get().draw_failures.get(obj.session_uid)
+    failure = rig_state().draw_failures.get(obj.session_uid)
     refusal = gpu_refusal(obj) or (failure[0] if failure else None)
     if refusal is None and depsgraph is not None and not tail:
         # With nothing after the skinning, Blender's evaluation has the vertex count the skinning gets.
         if len(obj.evaluated_get(depsgraph).data.vertices) != len(obj.data.vertices):
-            refusal = bridge.vertex_count_refusal(obj, mod)
+            refusal = checks.vertex_count_refusal(obj, mod)
     if refusal is not None:
         return REFUSED, refusal
     if not _user_shown(obj, mod):
@@ -159,7 +160,7 @@ def _user_shown(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
     """The user's own Show in Viewport of ``mod`` (the record holds it while the GPU display hides it)."""
     rec = load(obj)
     for uid, name, value in rec.hidden if rec is not None else ():
-        if bridge.find_modifier(obj, [uid, name]) == mod:
+        if stack.find_modifier(obj, [uid, name]) == mod:
             return bool(value)
     return mod.show_viewport
 
@@ -176,10 +177,9 @@ def _restore(obj: bpy.types.Object) -> None:
     rec = load(obj)
     if rec is None:
         return
-    runtime.get().factors_written.pop(obj.session_uid, None)
-    runtime.get().factor_values.pop(obj.session_uid, None)
+    factor_group.forget(obj)
     _show(obj, rec)
-    extra = bridge.find_modifier(obj, rec.mix) if rec.mix else None
+    extra = stack.find_modifier(obj, rec.mix) if rec.mix else None
     if extra is not None and extra.type == "ARMATURE":
         obj.modifiers.remove(extra)
     group = obj.vertex_groups.get(rec.factor_group) if rec.factor_group else None
@@ -191,7 +191,7 @@ def _restore(obj: bpy.types.Object) -> None:
             obj.vertex_groups.active_index = obj.vertex_groups[picked].index
         elif len(obj.vertex_groups) > rec.active_group >= 0:
             obj.vertex_groups.active_index = rec.active_group
-    mod = bridge.find_modifier(obj, rec.armature)
+    mod = stack.find_modifier(obj, rec.armature)
     if mod is not None and rec.preserve_volume is not None:
         mod.use_deform_preserve_volume = rec.preserve_volume
     obj.hybrid_skin.saved_state = ""
@@ -211,7 +211,7 @@ def _group_claimed_elsewhere(obj: bpy.types.Object, name: str) -> bool:
 
 def _hide(obj: bpy.types.Object, rec: DisplayRecord, mod, mix) -> None:
     """The GPU display draws: Blender's deformation and drawing of the mesh are hidden in the viewport."""
-    rec.hidden = [[*bridge.modifier_ref(m), m.show_viewport] for m in (mod, mix)]
+    rec.hidden = [[*stack.modifier_ref(m), m.show_viewport] for m in (mod, mix)]
     mod.show_viewport = mix.show_viewport = False
     obj.display_type = "BOUNDS"
     rec.aside = ""
@@ -220,7 +220,7 @@ def _hide(obj: bpy.types.Object, rec: DisplayRecord, mod, mix) -> None:
 def _show(obj: bpy.types.Object, rec: DisplayRecord) -> None:
     """Blender draws again: what the GPU display hid comes back as the user had it."""
     for uid, name, value in rec.hidden:
-        m = bridge.find_modifier(obj, [uid, name])
+        m = stack.find_modifier(obj, [uid, name])
         if m is not None:
             m.show_viewport = value
     if rec.hidden:
@@ -241,19 +241,19 @@ def apply(obj: bpy.types.Object) -> None:
     with bind.own_edits([obj]):
         set_up = _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid))
     if set_up:
-        factors.refresh(obj)
+        factor_group.refresh(obj)
 
 
 def _apply(obj: bpy.types.Object, reader: str | None) -> bool:
     """:func:`apply` but the factors and the evaluations; True when the parts were set up."""
     _restore(obj)
     settings = obj.hybrid_skin
-    mod = bridge.find_armature_modifier(obj, bridge.followed_modifier_name(obj))
+    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
     if not settings.enabled or mod is None or settings.bake_state:
         return False  # a bake shows the result through its own shape keys or cache
     rec = DisplayRecord(
         object_name=obj.name,
-        armature=bridge.modifier_ref(mod),
+        armature=stack.modifier_ref(mod),
         display_type=obj.display_type,
         active_group=obj.vertex_groups.active_index,
         preserve_volume=mod.use_deform_preserve_volume,
@@ -269,7 +269,7 @@ def _apply(obj: bpy.types.Object, reader: str | None) -> bool:
         obj.vertex_groups.active_index = rec.active_group
     rec.factor_group = group.name
     mix = native.add_mix_modifier(obj, mod, MIX_MODIFIER, group.name)
-    rec.mix = bridge.modifier_ref(mix)
+    rec.mix = stack.modifier_ref(mix)
     _mirror(mod, mix)
     if settings.display == "GPU":
         _place_gpu(obj, rec, mod, mix, reader)
@@ -316,23 +316,23 @@ def sync(
         return
     rec = load(obj)
     if rec is None:
-        if settings.enabled and not settings.bake_state and bridge.find_armature_modifier(
-            obj, bridge.followed_modifier_name(obj)
+        if settings.enabled and not settings.bake_state and stack.find_armature_modifier(
+            obj, stack.followed_modifier_name(obj)
         ):
             _apply(obj, reader)
         return
     if not settings.enabled or settings.bake_state:
         _restore(obj)
         return
-    mod = bridge.find_modifier(obj, rec.armature)
+    mod = stack.find_modifier(obj, rec.armature)
     if mod is None or mod.type != "ARMATURE":
-        mix_gone = not rec.mix or bridge.find_modifier(obj, rec.mix) is None
+        mix_gone = not rec.mix or stack.find_modifier(obj, rec.mix) is None
         converted = rec.gpu_draws and mix_gone and _freeze_converted(obj, depsgraph)
         _take_off(obj, converted)
         return
     if separate_copy(obj, rec):
         rec = load(obj)
-    mix = bridge.find_modifier(obj, rec.mix) if rec.mix else None
+    mix = stack.find_modifier(obj, rec.mix) if rec.mix else None
     group = obj.vertex_groups.get(rec.factor_group) if rec.factor_group else None
     if obj.mode == "OBJECT" and not _parts_in_place(obj, mod, mix, group):
         runtime.get().report_once(
@@ -346,7 +346,7 @@ def sync(
         _apply(obj, reader)
         return
     if obj.mode == "EDIT":
-        factors.note_mode(obj, rec)
+        factor_group.note_mode(obj, rec)
     if mix is not None and not rec.gpu_draws:
         _mirror(mod, mix)
     if settings.display == "GPU" and mix is not None:
@@ -362,8 +362,8 @@ def _parts_in_place(obj, mod, mix, group) -> bool:
     """The added modifier exists right after the followed one and mixes by an existing factor group."""
     if mix is None or group is None or mix.type != "ARMATURE":
         return False
-    stack = list(obj.modifiers)
-    return stack.index(mix) == stack.index(mod) + 1 and mix.vertex_group == group.name
+    modifiers = list(obj.modifiers)
+    return modifiers.index(mix) == modifiers.index(mod) + 1 and mix.vertex_group == group.name
 
 
 #: What the DQS part copies from the user's Armature modifier, at setup and whenever the user changes it.
@@ -466,13 +466,13 @@ def clean_escaped(obj: bpy.types.Object) -> None:
     own = load(obj) if obj.hybrid_skin.enabled else None
     claimed = _claimed_groups(obj)
     removed = []
-    stack = list(obj.modifiers)
-    for i, m in enumerate(stack):
-        if m.type != "ARMATURE" or not m.use_multi_modifier or not bridge.is_mix_modifier(m):
+    modifiers = list(obj.modifiers)
+    for i, m in enumerate(modifiers):
+        if m.type != "ARMATURE" or not m.use_multi_modifier or not stack.is_mix_modifier(m):
             continue
-        if own is not None and own.mix and bridge.find_modifier(obj, own.mix) == m:
+        if own is not None and own.mix and stack.find_modifier(obj, own.mix) == m:
             continue
-        above = stack[i - 1] if i > 0 and stack[i - 1].type == "ARMATURE" else None
+        above = modifiers[i - 1] if i > 0 and modifiers[i - 1].type == "ARMATURE" else None
         if above is not None:
             _user_settings_from_source(above)
         removed.append(f"modifier '{m.name}'")
@@ -511,13 +511,13 @@ def _user_settings_from_source(copy: bpy.types.ArmatureModifier) -> None:
         rec = load(source) if source.type == "MESH" and source.data is not None else None
         if rec is None or rec.armature[1] != copy.name:
             continue
-        mod = bridge.find_modifier(source, rec.armature)
+        mod = stack.find_modifier(source, rec.armature)
         if mod is None or mod.object != copy.object:
             continue
         if rec.preserve_volume is not None:
             copy.use_deform_preserve_volume = rec.preserve_volume
         for uid, name, value in rec.hidden:
-            if bridge.find_modifier(source, [uid, name]) == mod:
+            if stack.find_modifier(source, [uid, name]) == mod:
                 copy.show_viewport = value
         return
 
@@ -526,7 +526,7 @@ def _user_settings_from_source(copy: bpy.types.ArmatureModifier) -> None:
 def settings_changed(obj: bpy.types.Object) -> None:
     """Property update: set the display up again when it changed; refresh the factors."""
     settings = obj.hybrid_skin
-    runtime.get().draw_failures.pop(obj.session_uid, None)  # new settings: the GPU display tries again
+    rig_state().draw_failures.pop(obj.session_uid, None)  # new settings: the GPU display tries again
     rec = load(obj)
     wanted = settings.enabled and not settings.bake_state
     if (rec is not None) != wanted:
@@ -536,4 +536,4 @@ def settings_changed(obj: bpy.types.Object) -> None:
         return
     with bind.own_edits([obj]):
         sync(obj, readers.mesh_readers([obj]).get(obj.session_uid))
-    factors.refresh(obj, only_if_changed=True)
+    factor_group.refresh(obj, only_if_changed=True)

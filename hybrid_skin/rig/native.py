@@ -15,6 +15,8 @@ import bpy
 import numpy as np
 
 from .. import bridge, runtime
+from . import stack
+from .state import hold
 
 __all__ = ["FACTOR_GROUP", "add_mix_modifier", "native_mix", "native_positions"]
 
@@ -41,13 +43,13 @@ def add_mix_modifier(
 def native_mix(obj: bpy.types.Object, deform_factor: float):
     """Within the block, ``obj`` evaluates to Blender's LBS/DQS mix at scalar ``deform_factor`` (Hybrid
     Skin's own Preserve Volume modifier, if set up, is hidden meanwhile: it would mix a second time)."""
-    mod = bridge.armature_modifier(obj)
-    mixes = [m for m in obj.modifiers if bridge.is_mix_modifier(m) and m.show_viewport]
+    mod = stack.armature_modifier(obj)
+    mixes = [m for m in obj.modifiers if stack.is_mix_modifier(m) and m.show_viewport]
     saved = (mod.use_deform_preserve_volume, mod.show_viewport)
     group = extra = None
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as context:
         if runtime.current() is not None:
-            stack.enter_context(runtime.hold([obj]))  # the handlers must not "repair" the stack meanwhile
+            context.enter_context(hold([obj]))  # the handlers must not "repair" the stack meanwhile
         try:
             mod.show_viewport = True
             for m in mixes:
@@ -78,7 +80,7 @@ def native_positions(obj: bpy.types.Object, deform_factor: float) -> np.ndarray:
     With a mask vertex group on the modifier the multi-modifier setup cannot mask the DQS part, so the
     mix is then taken from Blender's masked LBS and masked DQS results.
     """
-    mod = bridge.armature_modifier(obj)
+    mod = stack.armature_modifier(obj)
     if mod.vertex_group and deform_factor not in (0.0, 1.0):
         lbs, dqs = native_positions(obj, 0.0), native_positions(obj, 1.0)
         return ((1.0 - deform_factor) * lbs + deform_factor * dqs).astype(np.float32)

@@ -6,7 +6,7 @@ rest input that can animate, rebuild the influences when they depend on where th
 armature space, and read the pose in bulk (deform matrices, bone palette) as a :class:`PosedBind`,
 which skins. The API, the viewport, the render comparison, the analysis and every bake use it.
 
-Binds are cached per object in the :mod:`runtime <..runtime>` (:func:`cached_bind`), keyed by the
+Binds are cached per object in the session's :class:`BindCache` (:func:`cached_bind`), keyed by the
 object and re-bound when its mesh, modifier settings, vertex groups or bones change. Weights cannot be
 compared at every use (reading them costs most of a bind), so a mesh whose data Blender reports changed (a
 weight painted or set by a script, vertices moved, but also a modifier shown or hidden) makes its binds
@@ -39,6 +39,7 @@ from ..core.analysis import palette_lengths
 from ..core.skinning import BonePalette, SkinBinding, bone_palette, skin, skin_with_ends
 from ..core.small_linalg import inverse_affine
 from ..errors import HybridSkinError
+from . import checks, stack
 from . import weights as weights_mod
 
 __all__ = [
@@ -149,7 +150,7 @@ class MeshBind:
 
     def modifier(self, obj: bpy.types.Object) -> bpy.types.ArmatureModifier:
         """The bound Armature modifier, by its persistent id (a rename keeps it), else by name."""
-        mod = bridge.find_modifier(obj, [self.modifier_uid, self.modifier_name])
+        mod = stack.find_modifier(obj, [self.modifier_uid, self.modifier_name])
         if mod is None or mod.type != "ARMATURE":
             raise HybridSkinError(f"'{obj.name}' lost its Armature modifier '{self.modifier_name}': rebind")
         self.modifier_name = mod.name
@@ -175,19 +176,20 @@ class MeshBind:
     def mesh_moved(self, obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bool:
         """Whether the mesh's own vertices moved since the bind (edited without Rebind). A rest input that
         can animate (shape keys, modifiers above) is re-read at every pose anyway: never stale."""
-        stack = list(obj.modifiers)
-        if obj.data.shape_keys is not None or any(m.show_viewport for m in stack[: stack.index(mod)]):
+        modifiers = list(obj.modifiers)
+        if obj.data.shape_keys is not None or any(m.show_viewport for m in modifiers[: modifiers.index(mod)]):
             return False
         return not np.array_equal(bridge.vertex_positions(obj.data), self.rest_positions)
 
     def refresh_rest(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> bool:
         """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
         mod = self.modifier(obj)
-        stack = list(obj.modifiers)
-        dynamic = obj.data.shape_keys is not None or any(m.show_viewport for m in stack[: stack.index(mod)])
+        modifiers = list(obj.modifiers)
+        above = modifiers[: modifiers.index(mod)]
+        dynamic = obj.data.shape_keys is not None or any(m.show_viewport for m in above)
         if not dynamic:
             return False
-        positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
+        positions, normals = stack.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
         if np.array_equal(positions, self.rest_positions):
             return False
         self.rest_positions = np.ascontiguousarray(positions, dtype=np.float32)
@@ -244,7 +246,7 @@ class MeshBind:
         placed = np.allclose(placement, self.bound_target_to_armature, rtol=0.0, atol=TRANSFORM_TOLERANCE)
         if (moved or not placed) and self.binding_uses_positions:
             self.rebuild_binding(placement, arm_eval)
-        if bridge.armature_in_edit_mode(arm_eval.original):
+        if checks.armature_in_edit_mode(arm_eval.original):
             # Blender deforms by the rest pose while the bones are edited (its pose is not evaluated).
             deform = np.broadcast_to(np.eye(4), self.virtual_rest.shape).copy()
         else:
@@ -314,6 +316,29 @@ def auto_profile(obj: bpy.types.Object) -> str:
     return autofactor.DEFAULT_PROFILE if settings is None else settings.auto_profile
 
 
+@dataclass
+class BindCache:
+    """The session's binds (:meth:`..runtime.Runtime.state`)."""
+
+    #: ``Object.session_uid`` → its bind.
+    binds: dict[int, MeshBind] = field(default_factory=dict)
+    #: ``Mesh.session_uid`` of meshes the add-on is changing without changing what a bind read
+    #: (:func:`own_edits`): their depsgraph update leaves the binds trusted.
+    own_mesh_edits: set[int] = field(default_factory=set)
+    #: ``Mesh.session_uid`` of meshes a depsgraph update showed in Edit Mode (:mod:`.handlers`): when one is
+    #: out of it, its edits are in the mesh and its binds are compared before their next use.
+    edit_mode_meshes: set[int] = field(default_factory=set)
+
+
+def _cache() -> BindCache:
+    return runtime.get().state(BindCache)
+
+
+def cache() -> BindCache:
+    """The session's bind cache (the handlers track Edit Mode in it)."""
+    return _cache()
+
+
 def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:
     """Names of the shape keys Hybrid Skin baked on ``obj`` (excluded from the rest input)."""
     settings = getattr(obj, "hybrid_skin", None)
@@ -334,7 +359,7 @@ def _fingerprint(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> tupl
         mod.use_bone_envelopes,
         mod.use_vertex_groups,
         tuple(g.name for g in obj.vertex_groups),
-        tuple(m.name for m in bridge.weight_modifiers_above(obj, mod)),  # one added or shown: live weights
+        tuple(m.name for m in stack.weight_modifiers_above(obj, mod)),  # one added or shown: live weights
         tuple((b.name, b.use_deform, b.bbone_segments) for b in arm.data.bones) if arm else (),
         _bone_rest_key(arm),
     )
@@ -360,9 +385,9 @@ def armature_weights(
     """The weights the Armature modifier ``mod`` receives (and the ``groups`` a bind keeps): the mesh's
     own, or, when modifiers above it may change them, those of the mesh evaluated up to it (as Blender
     deforms it)."""
-    if not bridge.weight_modifiers_above(obj, mod):
+    if not stack.weight_modifiers_above(obj, mod):
         return weights_mod.read(obj, mod, bones, groups)
-    with bridge.armature_input(obj, mod, depsgraph, baked_keys(obj)) as source:
+    with stack.armature_input(obj, mod, depsgraph, baked_keys(obj)) as source:
         return weights_mod.read(obj, mod, bones, groups, source)
 
 
@@ -380,11 +405,11 @@ def bind(
     vertex groups whose weights the bind keeps besides the modifier's mask group (the factor group);
     ``weights``: the weights as :func:`armature_weights` read them just before, for these groups.
     Raises :class:`..errors.HybridSkinError` on bad input."""
-    mod = bridge.armature_modifier(obj, modifier_name)
-    arm = bridge.validate(obj, mod, rest_in_edit_mode=True)
+    mod = stack.armature_modifier(obj, modifier_name)
+    arm = checks.validate(obj, mod, rest_in_edit_mode=True)
     bones = bridge.deform_bones(arm)
     arm_eval = arm.evaluated_get(depsgraph)
-    positions, normals = bridge.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
+    positions, normals = stack.rest_geometry(obj, mod, depsgraph, baked_keys(obj))
     if weights is None or weights.bone_names != bones.names:
         weights = armature_weights(obj, mod, bones, extra_groups, depsgraph)
     if mod.use_vertex_groups and not mod.use_bone_envelopes and not weights.matches_a_bone:
@@ -397,7 +422,7 @@ def bind(
     bound = MeshBind(
         object_name=obj.name,
         modifier_name=mod.name,
-        modifier_uid=bridge.modifier_ref(mod)[0],
+        modifier_uid=stack.modifier_ref(mod)[0],
         armature_name=arm.name,
         object_uid=obj.session_uid,
         armature_uid=arm.session_uid,
@@ -415,7 +440,7 @@ def bind(
         rest_segments=rest_segments,
         virtual_rest=core_binding.virtual_rest_matrices(bones, rest_segments),
         fingerprint=_fingerprint(obj, mod),
-        live_weights=bool(bridge.weight_modifiers_above(obj, mod)),
+        live_weights=bool(stack.weight_modifiers_above(obj, mod)),
     )
     bound.rebuild_binding(target_to_armature(obj.evaluated_get(depsgraph), arm_eval), arm_eval)
     return bound
@@ -447,9 +472,9 @@ def cached_bind(
     Blender reported the mesh's data changed), for every caller: one bulk read of the weights, then the
     same bind is kept if nothing it uses changed."""
     settings = getattr(obj, "hybrid_skin", None)
-    mod = bridge.armature_modifier(obj, bridge.followed_modifier_name(obj) if settings is not None else "")
+    mod = stack.armature_modifier(obj, stack.followed_modifier_name(obj) if settings is not None else "")
     groups = bind_groups(obj)
-    binds = runtime.get().binds
+    binds = _cache().binds
     bound = binds.get(obj.session_uid)
     read: weights_mod.Weights | None = None  # weights read to compare: a rebind uses them (one read, not two)
     if (
@@ -482,7 +507,7 @@ def mark_edited(meshes: set[int]) -> None:
     depsgraph handlers; the report does not say what changed (a weight edit and a modifier shown look the
     same), hence a comparison rather than a rebind. Meshes the add-on is changing inside
     :func:`own_edits` are left out."""
-    state = runtime.get()
+    state = _cache()
     meshes = meshes - state.own_mesh_edits
     if meshes:
         for bound in state.binds.values():
@@ -497,7 +522,7 @@ def own_edits(objects: Iterable[bpy.types.Object]) -> Iterator[None]:
     or a display switch does not cost a comparison of every weight. Exactly these changes: updates pending
     before are evaluated first (and mark binds as usual), and the changes' own update is evaluated before
     leaving (an evaluation they need anyway to be seen). Nests."""
-    state = runtime.get()
+    state = _cache()
     uids = {o.data.session_uid for o in objects if o.type == "MESH"} - state.own_mesh_edits
     context = bpy.context
     if not uids or getattr(context, "view_layer", None) is None:  # nothing to evaluate with: marks as usual
@@ -514,13 +539,13 @@ def own_edits(objects: Iterable[bpy.types.Object]) -> Iterator[None]:
 
 def forget(obj: bpy.types.Object) -> None:
     """Drop the cached bind of ``obj``: the next use binds it again."""
-    runtime.get().binds.pop(obj.session_uid, None)
+    _cache().binds.pop(obj.session_uid, None)
 
 
 def forget_all() -> None:
-    runtime.get().binds.clear()
+    _cache().binds.clear()
 
 
 def peek(obj: bpy.types.Object) -> MeshBind | None:
     """The cached bind of ``obj`` if any, without binding (for the panel)."""
-    return runtime.get().binds.get(obj.session_uid)
+    return _cache().binds.get(obj.session_uid)

@@ -7,7 +7,7 @@ Blender reports (a frame change, any depsgraph update: a script that sets ``scen
 ``view_layer.update()`` runs no frame-change handler). A write there is evaluated by Blender's second pass
 of the same update, so the mesh the caller reads back is already right.
 
-What was written is remembered per object (``runtime.factors_written``: a :class:`Written` key), so an
+What was written is remembered per object (:class:`FactorGroupState`: a :class:`Written` key), so an
 update that changes nothing writes nothing. While the GPU display draws, the group is read only by renders
 and by Blender's stack when the display steps aside: during playback, scrubbing or a modal tool (a bone
 rotated, a stroke) the write is left to a timer after it, so the preview stays O(bones) per frame; a
@@ -16,20 +16,24 @@ render, or the display stepping aside, gets the current values (the write is imm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
 
-from .. import factor, runtime
+from .. import runtime
 from ..errors import HybridSkinError
-from . import bind, record
+from . import bind, factor, record
+from .state import rig_state
 
 __all__ = [
     "AUTO_STEP",
     "WRITE_DELAY_S",
     "Written",
+    "FactorGroupState",
     "follow",
+    "forget",
+    "is_current",
     "note_mode",
     "queue_write",
     "refresh",
@@ -59,6 +63,38 @@ class Written:
     pose: int = 0
 
 
+@dataclass
+class FactorGroupState:
+    """What each object's factor group holds, per ``Object.session_uid`` (:meth:`..runtime.Runtime.state`)."""
+
+    #: The settings, mesh, bind and pose the group was last written for.
+    written: dict[int, Written] = field(default_factory=dict)
+    #: ``(group name, (N,) values)`` last written: a write changes only the vertices whose value moved.
+    values: dict[int, tuple] = field(default_factory=dict)
+    #: Objects whose group a timer writes after a stroke, playback or a modal tool.
+    queued: set[int] = field(default_factory=set)
+
+
+def _state() -> FactorGroupState:
+    return runtime.get().state(FactorGroupState)
+
+
+def is_current(obj: bpy.types.Object) -> bool:
+    """Whether ``obj``'s factor group was written this session (else the next evaluation writes it)."""
+    return obj.session_uid in _state().written
+
+
+def forget(obj: bpy.types.Object | None = None) -> None:
+    """Forget what ``obj``'s (every object's) factor group was written with: the next write is whole."""
+    state = _state()
+    if obj is None:
+        state.written.clear()
+        state.values.clear()
+    else:
+        state.written.pop(obj.session_uid, None)
+        state.values.pop(obj.session_uid, None)
+
+
 def _group(obj: bpy.types.Object) -> bpy.types.VertexGroup | None:
     rec = record.load(obj.hybrid_skin.saved_state)
     if rec is None or not rec.factor_group:
@@ -68,7 +104,6 @@ def _group(obj: bpy.types.Object) -> bpy.types.VertexGroup | None:
 
 def _wanted(obj: bpy.types.Object, bound: bind.MeshBind | None) -> Written:
     settings = obj.hybrid_skin
-    state = runtime.get()
     auto = settings.factor_mode == "AUTO"
     return Written(
         mode=settings.factor_mode,
@@ -78,7 +113,7 @@ def _wanted(obj: bpy.types.Object, bound: bind.MeshBind | None) -> Written:
         vertices=len(obj.data.vertices),
         bind_id=bound.serial if bound is not None else 0,
         frame=bpy.context.scene.frame_current_final if auto else 0.0,
-        pose=state.pose_generation if auto else 0,
+        pose=rig_state().pose_generation if auto else 0,
     )
 
 
@@ -96,7 +131,8 @@ def write(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
         note_mode(obj, rec)
         obj.hybrid_skin.saved_state = record.save(rec)
         return
-    settings, written = obj.hybrid_skin, runtime.get().factors_written
+    settings, state = obj.hybrid_skin, _state()
+    written = state.written
     depsgraph = bpy.context.evaluated_depsgraph_get()
     bound = None
     if settings.factor_mode in ("VERTEX_GROUP", "AUTO"):
@@ -104,8 +140,7 @@ def write(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
     key = _wanted(obj, bound)
     if only_if_changed and written.get(obj.session_uid) == key:
         return
-    state = runtime.get()
-    before = state.factor_values.pop(obj.session_uid, None)
+    before = state.values.pop(obj.session_uid, None)
     written.pop(obj.session_uid, None)  # a write that fails half-way is written again next time
     wanted = factor.resolve(obj, bound)
     if wanted.auto:
@@ -120,7 +155,7 @@ def write(obj: bpy.types.Object, only_if_changed: bool = False) -> None:
         _write_weights(group, values[changed], changed)
     else:
         _write_weights(group, values)
-    state.factor_values[obj.session_uid] = (group.name, values)
+    state.values[obj.session_uid] = (group.name, values)
     written[obj.session_uid] = key
     rec = record.load(obj.hybrid_skin.saved_state)
     if rec is not None and rec.factors_due:
@@ -159,8 +194,7 @@ def note_mode(obj: bpy.types.Object, rec: record.DisplayRecord) -> None:
     if rec.factors_due not in (obj.mode, "EDIT"):
         rec.factors_due = obj.mode
     if obj.mode == "EDIT":
-        runtime.get().factors_written.pop(obj.session_uid, None)
-        runtime.get().factor_values.pop(obj.session_uid, None)
+        forget(obj)
 
 
 def _busy() -> bool:
@@ -203,7 +237,7 @@ def follow(obj: bpy.types.Object) -> None:
 def queue_write(obj: bpy.types.Object) -> None:
     """Write ``obj``'s factor group from a timer (:func:`write_queued`), after the stroke, playback or modal
     tool that holds it back (none runs in background mode, where timers do not run either)."""
-    runtime.get().factors_queued.add(obj.session_uid)
+    _state().queued.add(obj.session_uid)
     if not bpy.app.timers.is_registered(write_queued):
         # Persistent: a file load must not drop a pending timer; the add-on's unregister removes it.
         bpy.app.timers.register(write_queued, first_interval=WRITE_DELAY_S, persistent=True)
@@ -212,13 +246,13 @@ def queue_write(obj: bpy.types.Object) -> None:
 def write_queued() -> float | None:
     """Timer: write the factor group of each object :func:`queue_write` queued, if it changed, once no
     stroke, playback or modal tool runs. The write is the add-on's own edit: it leaves the binds trusted."""
-    state = runtime.current()
-    if state is None:
+    if runtime.current() is None:
         return None
     if _busy() or _stroke_running():
         return WRITE_DELAY_S
-    queued, state.factors_queued = state.factors_queued, set()
+    state = _state()
+    queued, state.queued = state.queued, set()
     for obj in [o for o in bpy.data.objects if o.session_uid in queued and o.type == "MESH"]:
         with bind.own_edits([obj]):
             refresh(obj, only_if_changed=True)
-    return WRITE_DELAY_S if state.factors_queued else None
+    return WRITE_DELAY_S if state.queued else None

@@ -12,7 +12,7 @@ from bpy.props import (
     StringProperty,
 )
 
-from . import display, viewport
+from . import setup
 
 # Blender stores an enum property in .blend files by the number of its item, not by its identifier:
 # every item has an explicit number that never changes, so files saved by earlier versions keep their
@@ -56,8 +56,7 @@ DISPLAYS = [
 
 
 def _settings_changed(self, context) -> None:
-    display.settings_changed(self.id_data)
-    viewport.settings_changed(self.id_data)
+    setup.settings_changed(self.id_data)
 
 
 def _factor_mode_changed(self, context) -> None:

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import bpy
 import numpy as np
 
-from .errors import HybridSkinError
-from .skin import bind as skin_bind
+from ..errors import HybridSkinError
+from . import bind as skin_bind
 
 if TYPE_CHECKING:
-    from .skin.bind import MeshBind, PosedBind
+    from .bind import MeshBind, PosedBind
 
 __all__ = ["DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "resolve"]
 

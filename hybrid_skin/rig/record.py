@@ -3,7 +3,7 @@
 The record is saved in ``Object.hybrid_skin.saved_state`` (:mod:`..saved`) so that it survives undo and the
 files Blender writes without the add-on's save handler (autosave, ``quit.blend``); earlier builds wrote an
 untyped dict, lifted by :func:`_migrate`. Modifiers are referred to as ``[persistent_uid, name]``
-(``bridge.modifier_ref``): a rename keeps them found.
+(``stack.modifier_ref``): a rename keeps them found.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class DisplayRecord(SavedRecord):
     owns_group: bool = True
     #: Modifiers the GPU display hides in the viewport while it draws, each ``[uid, name, user's value]``.
     hidden: list = field(default_factory=list)
-    #: Why the GPU display lets Blender draw the object now (a code of ``display.ASIDE``), "" if it draws.
+    #: Why the GPU display lets Blender draw the object now (a code of ``setup.ASIDE``), "" if it draws.
     aside: str = ""
     #: The factor group is due to be written back in Object Mode (the mode it was left from).
     factors_due: str = ""

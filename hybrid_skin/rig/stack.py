@@ -1,0 +1,199 @@
+"""The object's modifier stack as Hybrid Skin reads it: which Armature modifier it follows, how modifiers
+are found again after renames, and the mesh that Armature modifier receives (its rest input and weights).
+
+Modifiers are referred to as ``[persistent_uid, name]`` (:func:`modifier_ref`), so a rename keeps them
+found. Hybrid Skin's own Preserve Volume modifier (:data:`DQS_MODIFIER`) is never the one followed.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+
+import bpy
+import numpy as np
+
+from .. import bridge
+from ..errors import HybridSkinError
+from .checks import vertex_count_refusal
+
+__all__ = [
+    "DQS_MODIFIER",
+    "WEIGHT_ONLY_MODIFIER_TYPES",
+    "armature_input",
+    "armature_modifier",
+    "find_armature_modifier",
+    "find_modifier",
+    "followed_modifier_name",
+    "is_mix_modifier",
+    "modifier_ref",
+    "rest_geometry",
+    "signature",
+    "weight_modifiers_above",
+]
+
+
+#: The Evaluated display's second (Preserve Volume) Armature modifier: never the one Hybrid Skin follows.
+DQS_MODIFIER = "HybridSkin DQS"
+
+
+def is_mix_modifier(mod: bpy.types.Modifier) -> bool:
+    """Whether ``mod`` is the Evaluated display's Preserve Volume modifier (:data:`DQS_MODIFIER`, or the
+    free name Blender gave it, ``"HybridSkin DQS.001"``, when the user has a modifier of that name)."""
+    return re.fullmatch(re.escape(DQS_MODIFIER) + r"(\.\d+)?", mod.name) is not None
+
+
+def find_armature_modifier(
+    obj: bpy.types.Object, name: str = "", armature: bpy.types.Object | None = None
+) -> bpy.types.ArmatureModifier | None:
+    """The Armature modifier Hybrid Skin follows on ``obj``: the one named ``name`` if given, else the first
+    in the stack (that deforms by ``armature``, if given); never the display's own (:func:`is_mix_modifier`).
+    None if none."""
+    for mod in obj.modifiers:
+        if mod.type != "ARMATURE" or is_mix_modifier(mod) or (name and mod.name != name):
+            continue
+        if armature is None or mod.object == armature:
+            return mod
+    return None
+
+
+def followed_modifier_name(obj: bpy.types.Object) -> str:
+    """The name, now, of the Armature modifier Hybrid Skin follows on ``obj``: found by the persistent id
+    stored at Add (a rename keeps it), else by the name saved then; "" when Hybrid Skin never bound it."""
+    settings = getattr(obj, "hybrid_skin", None)
+    if settings is None:
+        return ""
+    mod = find_modifier(obj, [settings.modifier_uid, settings.modifier_name])
+    return mod.name if mod is not None and mod.type == "ARMATURE" else settings.modifier_name
+
+
+def modifier_ref(mod: bpy.types.Modifier) -> list:
+    """How saved state finds a modifier again: ``[persistent_uid, name]`` (the id survives renames)."""
+    return [int(getattr(mod, "persistent_uid", 0)), mod.name]
+
+
+def find_modifier(obj: bpy.types.Object, ref: list) -> bpy.types.Modifier | None:
+    """The modifier a :func:`modifier_ref` points at (by id, else by name), or None."""
+    uid, name = ref
+    if uid:
+        for mod in obj.modifiers:
+            if getattr(mod, "persistent_uid", 0) == uid:
+                return mod
+    return obj.modifiers.get(name)
+
+
+#: Modifier types that change vertex-group weights and nothing else: vertices stay where they are.
+WEIGHT_ONLY_MODIFIER_TYPES = frozenset({"VERTEX_WEIGHT_EDIT", "VERTEX_WEIGHT_MIX", "VERTEX_WEIGHT_PROXIMITY"})
+
+
+def _changes_weights(mod: bpy.types.Modifier) -> bool:
+    """Whether ``mod`` may change vertex-group weights (or their stored order) and keep the vertex count."""
+    if mod.type == "DATA_TRANSFER":
+        return bool(mod.use_vert_data and "VGROUP_WEIGHTS" in mod.data_types_verts)
+    if mod.type == "DYNAMIC_PAINT":  # a canvas with a Weight surface paints into a vertex group
+        canvas = mod.canvas_settings if mod.ui_type == "CANVAS" else None
+        return canvas is not None and any(s.surface_type == "WEIGHT" for s in canvas.canvas_surfaces)
+    return mod.type in WEIGHT_ONLY_MODIFIER_TYPES or mod.type == "NODES"  # Geometry Nodes may write any
+
+
+def weight_modifiers_above(obj: bpy.types.Object, mod: bpy.types.Modifier) -> list[bpy.types.Modifier]:
+    """The modifiers shown in the viewport above ``mod`` that may change the vertex-group weights it
+    receives (a Vertex Weight modifier, Geometry Nodes, ...): Blender deforms with the weights they
+    produce, which may change at every frame (a keyframed setting, a Proximity target that moves)."""
+    stack = list(obj.modifiers)
+    return [m for m in stack[: stack.index(mod)] if m.show_viewport and _changes_weights(m)]
+
+
+@contextmanager
+def _viewport_disabled(mods: list[bpy.types.Modifier]):
+    """Temporarily hide modifiers in the viewport; their settings come back exactly."""
+    saved = [(m, m.show_viewport) for m in mods]
+    try:
+        for m in mods:
+            m.show_viewport = False
+        yield
+    finally:
+        for m, state in saved:
+            m.show_viewport = state
+
+
+@contextmanager
+def _keys_muted(mesh: bpy.types.Mesh, names: tuple[str, ...]):
+    """Temporarily mute shape keys (our own baked keys must not feed back into the rest input)."""
+    blocks = [
+        mesh.shape_keys.key_blocks[n] for n in names if mesh.shape_keys and n in mesh.shape_keys.key_blocks
+    ]
+    saved = [(kb, kb.mute) for kb in blocks]
+    try:
+        for kb in blocks:
+            kb.mute = True
+        yield
+    finally:
+        for kb, mute in saved:
+            kb.mute = mute
+
+
+@contextmanager
+def armature_input(
+    obj: bpy.types.Object,
+    mod: bpy.types.Modifier,
+    depsgraph: bpy.types.Depsgraph,
+    exclude_keys: tuple[str, ...] = (),
+):
+    """The object as the Armature modifier ``mod`` receives it: its ``data`` is that mesh (positions,
+    normals, vertex-group weights) and its ``vertex_groups`` name the mesh's groups.
+
+    Shape keys (except ``exclude_keys``, Hybrid Skin's own baked keys) and enabled modifiers above the
+    Armature modifier are applied. When the mesh has neither, that is ``obj`` itself. Otherwise the object is
+    evaluated with the Armature modifier and everything after it hidden (as in GPU display mode); the
+    user's settings are restored on leaving. Modifiers above that change the vertex count are refused.
+    """
+    stack = list(obj.modifiers)
+    at = stack.index(mod)
+    before = [m for m in stack[:at] if m.show_viewport]
+    mesh = obj.data
+    if not before and mesh.shape_keys is None:
+        yield obj
+        return
+    tail = [m for m in stack[at:] if m.show_viewport]
+    try:
+        with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
+            if tail or exclude_keys:
+                depsgraph.update()
+            evaluated = obj.evaluated_get(depsgraph)
+            if len(evaluated.data.vertices) != len(mesh.vertices):
+                raise HybridSkinError(vertex_count_refusal(obj, mod))
+            yield evaluated
+    finally:
+        if tail or exclude_keys:
+            depsgraph.update()
+
+
+def rest_geometry(
+    obj: bpy.types.Object,
+    mod: bpy.types.Modifier,
+    depsgraph: bpy.types.Depsgraph,
+    exclude_keys: tuple[str, ...] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and vertex normals ``(N, 3)`` that the Armature modifier receives (mesh local space; see
+    :func:`armature_input`)."""
+    with armature_input(obj, mod, depsgraph, exclude_keys) as source:
+        return bridge.vertex_positions(source.data), bridge.vertex_normals(source.data)
+
+
+def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types.ArmatureModifier:
+    """:func:`find_armature_modifier` for a mesh that must have one; else a clear :class:`HybridSkinError`."""
+    if obj is None or obj.type != "MESH":
+        kind = "nothing" if obj is None else f"'{obj.name}' ({obj.type.lower()})"
+        raise HybridSkinError(f"Hybrid Skin needs a mesh object, got {kind}: select a skinned mesh")
+    mod = find_armature_modifier(obj, name)
+    if mod is None:
+        what = f"Armature modifier named '{name}'" if name else "Armature modifier"
+        raise HybridSkinError(f"'{obj.name}' has no {what}: add one (Ctrl+P ▸ With Automatic Weights) first")
+    return mod
+
+
+def signature(obj: bpy.types.Object) -> tuple:
+    """The object's modifier stack as the user arranges it (names, kinds, order; not what is shown): a
+    failure to draw is tried again once it changes."""
+    return tuple((m.name, m.type) for m in obj.modifiers)

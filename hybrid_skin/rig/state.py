@@ -1,0 +1,52 @@
+"""The rig layer's session state that is not a cache of one object's data: evaluation counters, what the
+handlers are doing, and objects a job holds (:meth:`..runtime.Runtime.state`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from .. import runtime
+
+__all__ = ["RigState", "hold", "rig_state"]
+
+
+@dataclass
+class RigState:
+    """See the module docstring; per-object entries are keyed by ``Object.session_uid``."""
+
+    #: Bumped by every evaluation the handlers see: cached GPU state re-checks itself at its next draw.
+    generation: int = 0
+    #: Bumped when an evaluation may have moved a pose (an armature reported, a frame change): Auto follows.
+    pose_generation: int = 0
+    #: A handler of the add-on is running: an evaluation it starts (a rebind) must not re-enter it.
+    in_handler: bool = False
+    #: Between ``save_pre`` and ``save_post``: objects hold the user's own setup for the file.
+    saving: bool = False
+    #: Objects a job of the add-on is changing for a while (a bake hides their modifiers, the native oracle
+    #: adds one): the handlers leave their setup alone until it is done.
+    held: set[int] = field(default_factory=set)
+    #: Why the GPU preview failed to skin an object (one sentence) and its modifier stack then
+    #: (``stack.signature``): it steps aside until the stack or the settings change.
+    draw_failures: dict[int, tuple[str, tuple]] = field(default_factory=dict)
+
+    def bump(self) -> None:
+        """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""
+        self.generation += 1
+
+
+def rig_state() -> RigState:
+    return runtime.get().state(RigState)
+
+
+@contextmanager
+def hold(objects) -> Iterator[None]:
+    """Within the block, the handlers leave the setup of ``objects`` alone (see ``RigState.held``)."""
+    state = rig_state()
+    uids = {o.session_uid for o in objects} - state.held
+    state.held |= uids
+    try:
+        yield
+    finally:
+        state.held -= uids
