@@ -6,6 +6,8 @@
 #   make test-compat  the same suite on Blender 5.2 (Python 3.13) and 5.0 (bpy wheels in .venv-<version>)
 #   make test-vulkan  every GPU test (-m gpu) on Blender's Vulkan backend (Mesa lavapipe), Blender 4.5 and 5.2
 #   make bench   benchmarks (tests/bench/run.py)
+#   make tools   regenerate the files generated from code (engine shader ports, docs tables; tests check them)
+#   make pictures  regenerate the README and docs pictures (tools/make_pictures.py; a few minutes)
 #   make demo    python -m hybrid_skin demo
 #   make lint    ruff check
 #   make clean   remove build outputs and caches (`make distclean` also removes .venv)
@@ -30,7 +32,7 @@ VENV_STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/hybrid_skin-$(VERSION).zip
 
-.PHONY: .venv build test test-compat test-vulkan bench demo lint clean distclean
+.PHONY: .venv build test test-compat test-vulkan bench demo lint clean distclean tools pictures
 
 .venv: $(VENV_STAMP)
 
@@ -99,8 +101,15 @@ three-js:
 demo: $(VENV_STAMP) three-js
 	$(VENV_PYTHON) -m hybrid_skin demo
 
+tools: $(VENV_STAMP)
+	$(VENV_PYTHON) tools/make_ports.py
+	$(VENV_PYTHON) tools/docs_tables.py
+
+pictures: $(VENV_STAMP)
+	$(VENV_PYTHON) tools/make_pictures.py
+
 lint: $(VENV_STAMP)
-	$(VENV_PYTHON) -m ruff check hybrid_skin tests .ci
+	$(VENV_PYTHON) -m ruff check hybrid_skin tests tools .ci
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache

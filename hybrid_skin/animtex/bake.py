@@ -9,7 +9,7 @@ report in :mod:`..core.animtex.verify`, the files and mesh data in :mod:`.files`
 1. **Target**: an armature and every mesh it deforms, or one mesh with an Armature modifier; one clip
    per action, sampled every ``frame_step`` scene frames over the action's frame range.
 2. **Sampling**: each action is assigned to the armature in turn (NLA off; everything restored after);
-   bones it does not key keep the scene's pose at bake start (or rest: ``reset_unkeyed_to_rest``).
+   bones it does not key keep the scene's pose at bake start (or rest: ``unkeyed_bones_at_rest``).
    At every stored frame and halfway between stored frames the add-on's own skinning gives the truth.
    The baked meshes' Armature modifier and everything after it are hidden meanwhile: Blender need not
    deform the mesh at every sample for a result nobody reads (restored after, as the pose is).
@@ -103,17 +103,9 @@ class TextureBake:
         self.target = obj
         self.actions = resolve_actions(self.armature, action_names)
         self.fps = self.scene.render.fps / self.scene.render.fps_base
-        if not options.frame_step >= MIN_FRAME_STEP:
-            raise HybridSkinError(f"Frame step must be at least {MIN_FRAME_STEP}, got {options.frame_step}")
-        if not 1 <= options.max_width <= 16384:
-            raise HybridSkinError(f"Max width must be 1..16384, got {options.max_width}")
-        if not options.tolerance >= 0.0:  # NaN too
-            raise HybridSkinError(
-                f"Tolerance must be 0 (off: the frame step and precision given) or a positive distance in "
-                f"scene units, got {options.tolerance}"
-            )
+        options.validate()
         self.directory = check_directory(options.directory)
-        self.stem = bpy.path.clean_name(options.name or f"{obj.name}_{self.kind.value.lower()}")
+        self.stem = bpy.path.clean_name(options.file_name or f"{obj.name}_{self.kind.value.lower()}")
         self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         if options.export_gltf and not options.write_mesh_data:
             raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
@@ -311,7 +303,7 @@ class TextureBake:
         pays for step 1, a sub-frame step is sampled only if no whole-frame step is good enough).
         """
         self._anim = AnimationState(
-            self.scene, self.armature, unkeyed_at_rest=self.options.reset_unkeyed_to_rest
+            self.scene, self.armature, unkeyed_at_rest=self.options.unkeyed_bones_at_rest
         )
         self._playing, self._diagonal = None, None
         # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
@@ -480,9 +472,10 @@ class TextureBake:
                 mesh_attributes=attributes,
                 error_report=report,
                 root_motion=root_motion,
-                unkeyed_bones="rest" if self.options.reset_unkeyed_to_rest else "scene",
+                unkeyed_bones="rest" if self.options.unkeyed_bones_at_rest else "scene",
                 factor=self.factor_record(),
                 mesh_to_scene_scale=self._mesh_to_scene_scale(texture),
+                options=self.options.record(),
             )
             write_files(
                 texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression

@@ -26,19 +26,9 @@ from ..draw.shaders import ShaderCompileError
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator, ModalProgress
 from . import bake, crowd
+from . import options as options_module
 from .scene import compatible_actions, find_target
 
-KIND_ITEMS = [
-    ("VERTEX", "Vertex", "Skinned positions and normals per vertex and frame (no skinning at runtime)"),
-    ("BONE_MATRIX", "Bone Matrix", "3x4 skinning matrix per bone and frame (skinning at runtime)"),
-    ("BONE_DQ", "Bone Dual Quaternion", "Rotation + pivot position per bone and frame (hybrid at runtime)"),
-]
-PRECISION_ITEMS = [
-    ("PNG8", "PNG 8-bit", "Smallest; about 1/255 of the motion range"),
-    ("PNG16", "PNG 16-bit", "16 bits inside the motion's bounding box; loads everywhere"),
-    ("EXR16", "EXR Half", "Half floats, centred on the motion range"),
-    ("EXR32", "EXR Float", "Full float: exact to float32"),
-]
 ACTION_SOURCES = [
     ("ACTIVE", "Active Action", "The armature's active action"),
     ("LISTED", "Chosen Actions", "The actions ticked in the list, as clips of one texture"),
@@ -66,60 +56,9 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
     bl_label = "Bake Animation Texture"
     bl_options = {"REGISTER", "UNDO"}
 
-    directory: StringProperty(
-        name="Folder", subtype="DIR_PATH", default="//", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
-    )
-    file_name: StringProperty(name="Name", description="File name without extension (empty: object and kind)")
-    kind: EnumProperty(name="Kind", items=KIND_ITEMS, default="VERTEX")
-    precision: EnumProperty(name="Precision", items=PRECISION_ITEMS, default="PNG16")
+    # The bake's own options come from their one declaration (options.BakeOptions), added below the class.
     action_source: EnumProperty(name="Actions", items=ACTION_SOURCES, default="ACTIVE")
     actions: CollectionProperty(type=HybridSkinAnimtexAction)
-    frame_step: FloatProperty(
-        name="Frame Step",
-        description="Scene frames between stored samples (below 1 samples fast actions between frames)",
-        default=1.0,
-        min=bake.MIN_FRAME_STEP,
-        soft_max=16.0,
-        step=50,
-    )
-    tolerance: FloatProperty(
-        name="Tolerance",
-        subtype="DISTANCE",
-        default=0.0,
-        min=0.0,
-        precision=5,
-        description="If above 0, pick the smallest frame step and precision whose max error stays below it",
-    )
-    max_width: IntProperty(name="Max Width", default=8192, min=16, max=16384)
-    power_of_two: BoolProperty(name="Power of Two", description="Pad both sides to powers of two")
-    embed_metadata: BoolProperty(
-        name="Embed Metadata",
-        default=True,
-        description="Also store the decode table in the texture's first rows",
-    )
-    write_mesh_data: BoolProperty(
-        name="Mesh Data",
-        default=True,
-        description="Store texel coordinates / bone indices and weights on the meshes",
-    )
-    export_gltf: BoolProperty(
-        name="glTF",
-        default=False,
-        description="Also write the baked meshes as <name>.glb beside the texture, with the mesh data as "
-        "glTF attributes an engine loader keeps (needs Mesh Data)",
-    )
-    export_babylon: BoolProperty(
-        name="Babylon.js",
-        default=False,
-        description="Bone kinds: also write <name>.babylon.json, the bone matrices for Babylon.js's own "
-        "baked vertex animation player (LBS), to play with the .glb (needs glTF)",
-    )
-    unkeyed_bones_at_rest: BoolProperty(
-        name="Unkeyed Bones at Rest",
-        default=False,
-        description="Bake bones an action does not key at their rest pose (default: as the scene poses "
-        "them, which is what Blender shows when the action plays)",
-    )
     use_modal: BoolProperty(options={"HIDDEN", "SKIP_SAVE"})
 
     _job = None
@@ -138,21 +77,8 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         return None
 
     def _make_job(self, context) -> bake.TextureBake:
-        options = bake.BakeOptions(
-            directory=self.directory,
-            kind=self.kind,
-            precision=self.precision,
-            frame_step=self.frame_step,
-            tolerance=self.tolerance,
-            max_width=self.max_width,
-            power_of_two=self.power_of_two,
-            embed_metadata=self.embed_metadata,
-            write_mesh_data=self.write_mesh_data,
-            export_gltf=self.export_gltf,
-            export_babylon=self.export_babylon,
-            name=self.file_name,
-            reset_unkeyed_to_rest=self.unkeyed_bones_at_rest,
-        )
+        names = options_module.operator_properties()
+        options = bake.BakeOptions(**{name: getattr(self, name) for name in names})
         if self.action_source == "LISTED" and not any(item.use for item in self.actions):
             raise HybridSkinError("No action is ticked: tick at least one in the list")
         return bake.TextureBake(context, bake_target(context), options, self._action_names(context))
@@ -254,6 +180,9 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             context, progress, f"Hybrid Skin: baking animation texture {progress:.0%} (Esc to cancel)"
         )
         return {"RUNNING_MODAL"}
+
+
+HYBRID_SKIN_OT_bake_animation_texture.__annotations__.update(options_module.operator_properties())
 
 
 class HYBRID_SKIN_OT_crowd_preview(GuardedOperator, bpy.types.Operator):

@@ -333,7 +333,7 @@ def bake_textures(armature, actions, output: Path, stem: str, done: dict) -> str
     folder = output / "textures"
     folder.mkdir(parents=True, exist_ok=True)
     options = animtex_bake.BakeOptions(
-        directory=str(folder), kind="BONE_DQ", precision="PNG16", name=f"{stem}_bone_dq",
+        directory=str(folder), kind="BONE_DQ", precision="PNG16", file_name=f"{stem}_bone_dq",
         write_mesh_data=True, export_gltf=True,
     )
     try:

@@ -17,11 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
-KINDS = ("VERTEX", "BONE_MATRIX", "BONE_DQ")
-PRECISIONS = ("PNG8", "PNG16", "EXR16", "EXR32")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The file, the object, the actions and where to write; every bake option from its one declaration
+    (:mod:`..animtex.options`)."""
+    from ..animtex import options  # noqa: PLC0415 - no Blender module needed to print the usage
+
     parser.add_argument("blend", type=Path, help=".blend file to open")
     parser.add_argument(
         "--object", required=True, help="armature (bakes the meshes it deforms) or skinned mesh"
@@ -32,54 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     which.add_argument("--all-actions", action="store_true", help="every action that animates the armature")
     parser.add_argument("--output", type=Path, required=True, help="output folder (created if missing)")
-    parser.add_argument("--kind", choices=KINDS, default="VERTEX")
-    parser.add_argument("--precision", choices=PRECISIONS, default="PNG16")
-    parser.add_argument(
-        "--frame-step",
-        type=float,
-        default=1.0,
-        help="scene frames between stored samples (0.5: twice per frame)",
-    )
-    parser.add_argument(
-        "--tolerance",
-        type=float,
-        default=0.0,
-        help="max error in scene units; > 0 picks frame step and precision automatically",
-    )
-    parser.add_argument("--max-width", type=int, default=8192, help="texture width limit (up to 16384)")
-    parser.add_argument("--power-of-two", action="store_true", help="pad both sides to powers of two")
-    parser.add_argument(
-        "--no-embed", action="store_true", help="no metadata block in the texture's first rows"
-    )
-    parser.add_argument(
-        "--deform-factor",
-        type=float,
-        default=None,
-        metavar="F",
-        help="deform factor in [0, 1] (0 = LBS, 1 = DQS) instead of each object's own",
-    )
-    parser.add_argument(
-        "--factor-mode",
-        choices=("GLOBAL", "VERTEX_GROUP", "AUTO"),
-        default=None,
-        help="factor mode instead of each object's own (VERTEX bakes it in)",
-    )
-    parser.add_argument(
-        "--unkeyed-bones-at-rest",
-        action="store_true",
-        help="bones an action does not key at rest (default: as the scene poses them, as Blender plays it)",
-    )
-    parser.add_argument("--name", default="", help="file name without extension (default: object_kind)")
     parser.add_argument("--save", action="store_true", help="save the .blend with the per-vertex texel data")
-    parser.add_argument(
-        "--gltf", action="store_true", help="also write the baked meshes as <name>.glb with the mesh data"
-    )
-    parser.add_argument(
-        "--babylon",
-        action="store_true",
-        help="bone kinds: also write <name>.babylon.json for Babylon.js's baked vertex animation player "
-        "(implies --gltf)",
-    )
+    options.add_arguments(parser)
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -104,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     import bpy
 
     from ..animtex import bake as animtex_bake
+    from ..animtex import options as bake_options
     from ..animtex.scene import compatible_actions, find_target
     from ..errors import HybridSkinError
     from ..rig import properties
@@ -125,23 +81,7 @@ def run(args: argparse.Namespace) -> int:
             names = [a.name for a in compatible_actions(arm)]
             if not names:
                 return _fail(f"no action animates the bones of '{arm.name}'")
-        options = animtex_bake.BakeOptions(
-            directory=str(args.output.resolve()),
-            kind=args.kind,
-            precision=args.precision,
-            frame_step=args.frame_step,
-            tolerance=args.tolerance,
-            max_width=args.max_width,
-            power_of_two=args.power_of_two,
-            embed_metadata=not args.no_embed,
-            write_mesh_data=args.save or args.gltf or args.babylon,
-            export_gltf=args.gltf or args.babylon,
-            export_babylon=args.babylon,
-            name=args.name,
-            reset_unkeyed_to_rest=args.unkeyed_bones_at_rest,
-            deform_factor=args.deform_factor,
-            factor_mode=args.factor_mode,
-        )
+        options = bake_options.from_arguments(args, str(args.output.resolve()))
         result = animtex_bake.bake(bpy.context, obj, options, names)
         if args.save:
             try:

@@ -346,7 +346,7 @@ def test_bone_matrix_of_non_rigid_bones_is_exact_at_lbs_and_says_what_dqs_loses(
 def test_tolerance_picks_the_cheapest_encoding_that_meets_it(addon, animtex, core, robot, tmp_path):
     arm, _ = robot
     tolerance = 0.02  # scene units; the robot is about 10 units across
-    options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, name="auto")
+    options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, file_name="auto")
     clips = [clip_action("Idle").name, clip_action("Sitting").name]
     result = animtex.bake(bpy.context, arm, options, clips)
     *rejected, (step, precision, error) = result.tried
@@ -359,7 +359,7 @@ def test_tolerance_picks_the_cheapest_encoding_that_meets_it(addon, animtex, cor
         bpy.context,
         arm,
         animtex.BakeOptions(
-            str(tmp_path), kind="BONE_DQ", frame_step=step, precision=precision, name="fixed"
+            str(tmp_path), kind="BONE_DQ", frame_step=step, precision=precision, file_name="fixed"
         ),
         clips,
     )
@@ -373,7 +373,7 @@ def test_sub_frame_step_samples_fast_actions_finer(addon, animtex, robot, tmp_pa
     arm, _ = robot
     errors = {}
     for step in (1.0, 0.5):
-        options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", frame_step=step, name=f"step{step}")
+        options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", frame_step=step, file_name=f"step{step}")
         result = animtex.bake(bpy.context, arm, options, [clip_action("Punch").name])
         (clip,) = result.metadata["clips"]
         assert clip["frame_count"] == int(20 / step) + 1 and clip["sample_rate"] == 24 / step
@@ -388,7 +388,7 @@ def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, anim
     samples = importlib.import_module(addon.__name__ + ".core.animtex.samples")
 
     def search(tolerance: float):
-        options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, name="punch")
+        options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, file_name="punch")
         job = animtex.TextureBake(bpy.context, arm, options, [clip_action("Punch").name])
         for _ in job.run():
             pass

@@ -67,7 +67,9 @@ def decoded(core, meta, texture, meshes, clip: int, samples: np.ndarray, factor:
 def test_claims_hold_against_blenders_own_evaluation(addon, animtex, core, tmp_path, kind):
     arm, meshes, actions = tentacle_scene()
     pose = scene_pose(arm)
-    options = animtex.BakeOptions(str(tmp_path), kind=kind, precision="EXR32", name="t", deform_factor=FACTOR)
+    options = animtex.BakeOptions(
+        str(tmp_path), kind=kind, precision="EXR32", file_name="t", deform_factor=FACTOR
+    )
     animtex.bake(bpy.context, arm, options, actions)
     meta, texture = load_bake(core, tmp_path / "t.json")
     assert meta["units"]["mesh_to_scene_scale"] == pytest.approx(SCALE)

@@ -34,7 +34,7 @@ def test_root_motion_track_follows_the_moving_armature(addon, animtex, core, rob
     scene.frame_set(7)
     before = {o.name: np.array(o.matrix_world) for o in (arm, *meshes)}
     pose = [tuple(pb.rotation_quaternion) for pb in arm.pose.bones]
-    options = animtex.BakeOptions(str(tmp_path), kind="VERTEX", frame_step=2, name="walk")
+    options = animtex.BakeOptions(str(tmp_path), kind="VERTEX", frame_step=2, file_name="walk")
     animtex.bake(bpy.context, arm, options, [walk.name, sitting.name])
     # the user's scene is back: action, frame, object matrices (root motion included), pose
     assert arm.animation_data.action == walk and scene.frame_current == 7
@@ -80,7 +80,7 @@ def test_root_motion_of_a_loop_and_a_user_transform_left_alone(addon, animtex, c
     arm.location, arm.rotation_euler = (0.25, -0.5, 0.125), (0.0, 0.0, 0.3)
     bpy.context.view_layer.update()
     before = np.array(arm.matrix_world)
-    options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", name="loop")
+    options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", file_name="loop")
     animtex.bake(bpy.context, arm, options, [walk.name, sitting.name])
     assert arm.animation_data.action == idle
     # the object keys of the baked action must not leave the armature where its last frame put it

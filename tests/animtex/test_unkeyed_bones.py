@@ -72,7 +72,7 @@ def test_wave_bakes_unkeyed_bones_as_blender_plays_them(addon, animtex, core, ro
     scene.frame_set(7)
     start = scene_pose(arm)
     before = snapshot(scene)
-    options = animtex.BakeOptions(str(tmp_path), kind=kind, precision="PNG16", name="wave")
+    options = animtex.BakeOptions(str(tmp_path), kind=kind, precision="PNG16", file_name="wave")
     animtex.bake(bpy.context, arm, options, [wave.name])
     # Pose, action, slot, frame, modifiers all put back; only the mesh data a bake writes is new.
     written = ("/attributes/animtex_", "/settings/uv_layer_", "/uv_layers", "/custom/_hybrid_skin_animtex")
@@ -103,7 +103,7 @@ def test_option_resets_unkeyed_bones_to_rest(addon, animtex, core, robot, tmp_pa
     wave = clip_action("Wave")
     start = scene_pose(arm)
     options = animtex.BakeOptions(
-        str(tmp_path), kind="VERTEX", precision="EXR32", name="rest", reset_unkeyed_to_rest=True
+        str(tmp_path), kind="VERTEX", precision="EXR32", file_name="rest", unkeyed_bones_at_rest=True
     )
     animtex.bake(bpy.context, arm, options, [wave.name])
     assert scene_pose(arm) == start

@@ -27,9 +27,9 @@ import pytest
 
 from hybrid_skin.core.animtex import decode_bone_frames, decode_vertex_frames, skin_with_bone_frames
 from hybrid_skin.core.animtex.crossfade import crossfade_bone_frames, crossfade_vertex_frames
-from tests.engines import make_ports
 from tests.engines.browser import floats
 from tests.engines.synthetic import CASES, VERTICES, scene
+from tools import make_ports
 
 ENGINES = make_ports.ENGINES
 TOL = 5e-6
@@ -335,7 +335,7 @@ def kernel(
 
 
 def test_generated_engine_files_are_current():
-    assert make_ports.stale() == [], "run .venv/bin/python tests/engines/make_ports.py and commit the result"
+    assert make_ports.stale() == [], "run make tools (tools/make_ports.py) and commit the result"
 
 
 @pytest.fixture(scope="module")

@@ -164,8 +164,11 @@ def build_metadata(
     unkeyed_bones: str = "scene",
     factor: Mapping[str, str] | None = None,
     mesh_to_scene_scale: float | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known.
+    ``options``: what the bake was asked for (the add-on's ``BakeOptions.record()``), kept as the
+    optional ``options`` block (additive in format version 1).
 
     ``root_motion`` has one entry per clip: its :func:`.root_motion.root_motion_track`, or ``None``
     for a clip whose mesh does not move (the clip then has no ``root_motion`` field).
@@ -242,6 +245,8 @@ def build_metadata(
         meta["non_rigid_residual"] = float(texture.non_rigid_residual)
     if error_report is not None:
         meta["error_report"] = dict(error_report)
+    if options is not None:
+        meta["options"] = dict(options)
     return meta
 
 

@@ -1,6 +1,6 @@
 """Regenerate the README pictures with the add-on's own render_comparison (headless).
 
-Run from the repository root:  .venv/bin/python tests/media/make_pictures.py
+Run from the repository root:  .venv/bin/python tools/make_pictures.py  (or make pictures)
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import bpy  # noqa: E402
@@ -17,7 +17,7 @@ import hybrid_skin  # noqa: E402
 from hybrid_skin.draw import ensure_gpu_context  # noqa: E402
 from tests.support.scenes import make_chain_armature, make_cylinder, pose_bone, skin_to_chain  # noqa: E402
 
-OUT = Path(__file__).resolve().parent
+OUT = ROOT / "tests" / "media"
 
 
 def limb(bones: list[float], rings: int, blend: float = 0.6) -> tuple[bpy.types.Object, bpy.types.Object]:
