@@ -1,4 +1,4 @@
-"""What every operator of the add-on shares: one error funnel, and the plumbing of long modal jobs.
+"""What every operator of the add-on shares: one error funnel, and one way to run a long job.
 
 :class:`GuardedOperator` is the one place where an operator's errors become a message. Its subclasses'
 ``execute``, ``invoke`` and ``modal`` are wrapped when the class is defined: a
@@ -7,16 +7,22 @@ calls the operator's :meth:`~GuardedOperator.rollback` — which puts back whate
 changed so far — and becomes one ``ERROR`` report and ``{'CANCELLED'}``, never a traceback in the UI.
 Bugs also print their traceback to the console, for a bug report.
 
-:class:`ModalProgress` runs a long job in slices on a timer, with the progress bar and Esc.
+:class:`JobOperator` runs a :class:`Job` (both bakes are jobs): to the end at once from ``execute``
+(scripts, the command line), or from ``invoke`` in slices on a timer with the progress bar, the status text
+and Esc; other events wait until the job is done (the scene must not change under it). Esc or an error
+closes the job, which takes back everything it did.
 """
 
 from __future__ import annotations
 
+import time
 import traceback
+from collections.abc import Iterator
+from typing import Protocol
 
 from .errors import HybridSkinError
 
-__all__ = ["GuardedOperator", "ModalProgress"]
+__all__ = ["GuardedOperator", "Job", "JobOperator"]
 
 _WRAPPED = ("execute", "invoke", "modal")
 
@@ -78,26 +84,78 @@ class GuardedOperator:
         """Put back what this operator changed before it failed (override; the default has nothing)."""
 
 
-class ModalProgress(GuardedOperator):
-    """Mixin for an operator whose ``modal`` does a slice of work per timer tick.
+class Job(Protocol):
+    """A long job. :meth:`steps` does the work in slices, yielding the progress in [0, 1], and finishes it
+    when exhausted; closing the generator before (Esc, an error) takes back everything it did."""
 
-    ``begin_modal`` starts the timer, the window manager's progress bar and the modal handler;
-    ``show_progress`` updates the bar and the status text; ``_end`` removes all of them again (also
-    after an error: :meth:`rollback`).
-    """
+    def steps(self) -> Iterator[float]: ...
 
+
+class JobOperator(GuardedOperator):
+    """Mixin for an operator that runs a :class:`Job` (see the module docstring). Subclasses give
+    :meth:`make_job`, :meth:`job_done` (reports, ``{'FINISHED'}``), :attr:`job_label` (status text) and
+    :attr:`cancelled` (the sentence for Esc)."""
+
+    job_label = "working"
+    cancelled = "Cancelled: nothing was changed"
+    #: Seconds of work per timer tick: the UI stays responsive.
+    SLICE_S = 0.1
+
+    _job = None
+    _steps = None
     _timer = None
 
-    def begin_modal(self, context) -> set[str]:
+    def make_job(self, context) -> Job:
+        raise NotImplementedError
+
+    def job_done(self, context, job) -> set[str]:
+        return {"FINISHED"}
+
+    def run_job(self, context) -> set[str]:
+        """The whole job now, with the window manager's progress bar (execute)."""
+        self._job = self.make_job(context)
+        self._steps = self._job.steps()
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        try:
+            for progress in self._steps:
+                wm.progress_update(int(progress * 100))
+        finally:
+            wm.progress_end()
+        self._steps = None
+        return self.job_done(context, self._job)
+
+    def start_job(self, context) -> set[str]:
+        """The job in slices on a timer (invoke): progress bar, status text, Esc."""
+        self._job = self.make_job(context)
+        self._steps = self._job.steps()
         wm = context.window_manager
         wm.progress_begin(0, 100)
         self._timer = wm.event_timer_add(0.0, window=context.window)
         wm.modal_handler_add(self)
         return {"RUNNING_MODAL"}
 
-    def show_progress(self, context, fraction: float, text: str) -> None:
-        context.window_manager.progress_update(int(fraction * 100))
-        context.workspace.status_text_set(text)
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self.rollback(context)
+            self.report({"WARNING"}, self.cancelled)
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}  # nothing else until the job is done: it owns the scene's frame
+        deadline = time.perf_counter() + self.SLICE_S
+        progress = 0.0
+        try:  # an error: the funnel rolls back (closes the job, removes the timer) and reports
+            while True:  # at least one step per tick
+                progress = next(self._steps)
+                if time.perf_counter() >= deadline:
+                    break
+        except StopIteration:
+            self._steps = None
+            self._end(context)
+            return self.job_done(context, self._job)
+        context.window_manager.progress_update(int(progress * 100))
+        context.workspace.status_text_set(f"Hybrid Skin: {self.job_label} {progress:.0%} (Esc to cancel)")
+        return {"RUNNING_MODAL"}
 
     def _end(self, context) -> None:
         if self._timer is None:
@@ -109,4 +167,8 @@ class ModalProgress(GuardedOperator):
         context.workspace.status_text_set(None)
 
     def rollback(self, context) -> None:
+        """Close the job (it takes back what it did), then the timer and progress bar."""
+        if self._steps is not None:
+            self._steps.close()
+            self._steps = None
         self._end(context)

@@ -106,7 +106,7 @@ class TextureBake:
         options.validate()
         self.directory = check_directory(options.directory)
         self.stem = bpy.path.clean_name(options.file_name or f"{obj.name}_{self.kind.value.lower()}")
-        self.steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
+        self.frame_steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         if options.export_gltf and not options.write_mesh_data:
             raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
         if options.export_babylon and (self.kind is Kind.VERTEX or not options.export_gltf):
@@ -295,7 +295,7 @@ class TextureBake:
                 self._diagonal = verify.scene_diagonal(self.parts, self.samples)
         return self._diagonal
 
-    def run(self) -> Iterator[float]:
+    def steps(self) -> Iterator[float]:
         """Sample, encode, report, write; yields progress in [0, 1]. Closing it cancels cleanly.
 
         Frames are sampled when an encoding needs them: a fixed step samples its frames once; the
@@ -307,7 +307,7 @@ class TextureBake:
         )
         self._playing, self._diagonal = None, None
         # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
-        self._planned = len(self._step_frames([s for s in self.steps if s >= 1] or self.steps)[0])
+        self._planned = len(self._step_frames([s for s in self.frame_steps if s >= 1] or self.frame_steps)[0])
         self._oracle = OracleGap(self.parts, self._planned, self.kind is not Kind.VERTEX)
         try:
             # Hiding and showing the modifiers is not an edit of what a bind read (edits made before, e.g.
@@ -412,14 +412,14 @@ class TextureBake:
         bounding box, the winner's report is recomputed so its percentages use the final diagonal.
         """
         if self.options.tolerance <= 0:
-            yield from self._sample(self.steps)
-            texture = self.encode(self.steps[0], self.precision)
+            yield from self._sample(self.frame_steps)
+            texture = self.encode(self.frame_steps[0], self.precision)
             yield 0.92
             return texture, self.report(texture), ()
         tolerance = self.options.tolerance
         reports: dict[tuple[float, Precision], tuple[dict, float]] = {}
         tried: list[tuple[float, Precision, float]] = []
-        for step, precision in encoding_candidates(self.steps):
+        for step, precision in encoding_candidates(self.frame_steps):
             yield from self._sample([step])
             try:
                 texture = self.encode(step, precision)
@@ -513,6 +513,6 @@ def bake(
 ) -> BakeResult:
     """Bake synchronously (scripts, command line); raises :class:`HybridSkinError` on bad input."""
     job = TextureBake(context, obj, options, action_names)
-    for _ in job.run():
+    for _ in job.steps():
         pass
     return job.result

@@ -10,8 +10,6 @@ crowd of the last bake (:mod:`.crowd`). The panels that offer them are :mod:`.pa
 
 from __future__ import annotations
 
-import time
-
 import bpy
 from bpy.props import (
     BoolProperty,
@@ -24,7 +22,7 @@ from bpy.props import (
 
 from ..draw.shaders import ShaderCompileError
 from ..errors import HybridSkinError
-from ..operator_base import GuardedOperator, ModalProgress
+from ..operator_base import GuardedOperator, JobOperator
 from . import bake, crowd
 from . import options as options_module
 from .scene import compatible_actions, find_target
@@ -49,7 +47,7 @@ def bake_target(context) -> bpy.types.Object | None:
     return obj if obj is not None and obj.type in {"ARMATURE", "MESH"} else None
 
 
-class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
+class HYBRID_SKIN_OT_bake_animation_texture(JobOperator, bpy.types.Operator):
     """Bake actions into a vertex or bone animation texture (PNG/EXR + JSON) for GPU-instanced crowds"""
 
     bl_idname = "hybrid_skin.bake_animation_texture"
@@ -61,8 +59,8 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
     actions: CollectionProperty(type=HybridSkinAnimtexAction)
     use_modal: BoolProperty(options={"HIDDEN", "SKIP_SAVE"})
 
-    _job = None
-    _steps = None
+    job_label = "baking animation texture"
+    cancelled = "Animation texture bake cancelled: nothing was written"
 
     @classmethod
     def poll(cls, context):
@@ -76,14 +74,14 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
             return [a.name for a in compatible_actions(arm)] or None
         return None
 
-    def _make_job(self, context) -> bake.TextureBake:
+    def make_job(self, context) -> bake.TextureBake:
         names = options_module.operator_properties()
         options = bake.BakeOptions(**{name: getattr(self, name) for name in names})
         if self.action_source == "LISTED" and not any(item.use for item in self.actions):
             raise HybridSkinError("No action is ticked: tick at least one in the list")
         return bake.TextureBake(context, bake_target(context), options, self._action_names(context))
 
-    def _done(self, job) -> set[str]:
+    def job_done(self, context, job) -> set[str]:
         result = job.result
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
@@ -96,24 +94,9 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         return {"FINISHED"}
 
     def execute(self, context):
-        job = self._make_job(context)
         if self.use_modal and context.window is not None:
-            return self._start_modal(context, job)
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        try:
-            for progress in job.run():
-                wm.progress_update(int(progress * 100))
-        finally:
-            wm.progress_end()
-        return self._done(job)
-
-    def rollback(self, context) -> None:
-        """After an error: the armature's action and frame back (closing the job restores them)."""
-        if self._steps is not None:
-            self._steps.close()
-            self._steps = None
-        super().rollback(context)
+            return self.start_job(context)  # from the dialog: progress, Esc
+        return self.run_job(context)
 
     def invoke(self, context, event):
         target = bake_target(context)
@@ -153,33 +136,6 @@ class HYBRID_SKIN_OT_bake_animation_texture(ModalProgress, bpy.types.Operator):
         row.prop(self, "write_mesh_data", toggle=True)
         row.prop(self, "export_gltf", toggle=True)
         row.prop(self, "export_babylon", toggle=True)
-
-    # ----------------------------------------------------------------------------------- modal
-    def _start_modal(self, context, job) -> set[str]:
-        self._job, self._steps = job, job.run()
-        return self.begin_modal(context)
-
-    def modal(self, context, event):
-        if event.type == "ESC":
-            self._steps.close()  # restores the action and frame; nothing was written
-            self._end(context)
-            self.report({"WARNING"}, "Animation texture bake cancelled: nothing was written")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"PASS_THROUGH"}
-        deadline = time.perf_counter() + 0.1  # ~100 ms of work per tick keeps the UI responsive
-        progress = 0.0
-        try:  # an error: the funnel closes the job, removes the timer and progress bar, and reports
-            while time.perf_counter() < deadline:
-                progress = next(self._steps)
-        except StopIteration:
-            self._steps = None
-            self._end(context)
-            return self._done(self._job)
-        self.show_progress(
-            context, progress, f"Hybrid Skin: baking animation texture {progress:.0%} (Esc to cancel)"
-        )
-        return {"RUNNING_MODAL"}
 
 
 HYBRID_SKIN_OT_bake_animation_texture.__annotations__.update(options_module.operator_properties())

@@ -30,6 +30,7 @@ shows) and keyed or scaled in that animation time (:func:`animation_time`), so t
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import bpy
 import numpy as np
@@ -132,7 +133,8 @@ def _check_shape_keys(obj: bpy.types.Object) -> None:
 
 
 class Baker:
-    """A bake in progress: ``start()``, ``step()`` until it returns True, then ``finish()``/``cancel()``."""
+    """A bake: a :class:`..operator_base.Job` (:meth:`steps`), made of ``start()``, ``step()`` until it
+    returns True, then ``finish()``; closing :meth:`steps` early (Esc, an error) is ``cancel()``."""
 
     def __init__(
         self,
@@ -156,6 +158,18 @@ class Baker:
         self.results: list[np.ndarray] = []
         self.record = BakeRecord(target=target, frames=list(frames))
         self.frame_before = (context.scene.frame_current, context.scene.frame_subframe)
+
+    def steps(self) -> Iterator[float]:
+        """The whole bake, one frame per step (progress in [0, 1])."""
+        self.start()
+        try:
+            while not self.step():
+                yield self.progress
+        except BaseException:  # closed (Esc) or failed: the scene, frame, modifiers and display as they were
+            self.cancel()
+            raise
+        self.finish()  # a write that fails takes back what it wrote itself
+        yield 1.0
 
     @property
     def frame_step(self) -> int:

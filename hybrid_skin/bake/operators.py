@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 
-from ..operator_base import GuardedOperator, ModalProgress
+from ..operator_base import GuardedOperator, JobOperator
 from ..rig import baked, checks
 from . import baker
 
@@ -19,7 +17,7 @@ TARGET_ITEMS = [
 ]
 
 
-class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
+class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
     """Bake the hybrid deformation so renders and exporters see it (shape keys or a point cache)"""
 
     bl_idname = "hybrid_skin.bake_deformation"
@@ -40,14 +38,15 @@ class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
         name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
     )
 
-    _baker: baker.Baker | None = None
+    job_label = "baking"
+    cancelled = "Bake cancelled: nothing was changed"
 
     @classmethod
     def poll(cls, context):
         obj = context.active_object
         return obj is not None and obj.type == "MESH" and context.mode == "OBJECT"
 
-    def _make_baker(self, context) -> baker.Baker:
+    def make_job(self, context) -> baker.Baker:
         scene = context.scene
         if self.target == "CURRENT":
             frames = [scene.frame_current]
@@ -60,59 +59,19 @@ class HYBRID_SKIN_OT_bake_deformation(ModalProgress, bpy.types.Operator):
             frames = baker.bake_frames(self.frame_start, self.frame_end, self.frame_step)
         return baker.Baker(context, context.active_object, self.target, frames, self.filepath)
 
-    def rollback(self, context) -> None:
-        """After an error: the scene, frame, modifiers and display as they were; nothing written."""
-        if self._baker is not None:
-            self._baker.cancel()
-            self._baker = None
-        super().rollback(context)
-
-    def execute(self, context):
-        self._baker = job = self._make_baker(context)
-        wm = context.window_manager
-        job.start()
-        wm.progress_begin(0, 100)
-        try:
-            while not job.step():
-                wm.progress_update(int(job.progress * 100))
-        finally:
-            wm.progress_end()
-        job.finish()
-        self._baker = None
+    def job_done(self, context, job: baker.Baker) -> set[str]:
         self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}' ({self.target})")
         return {"FINISHED"}
+
+    def execute(self, context):
+        return self.run_job(context)
 
     def invoke(self, context, event):
         if self.target in ("PC2", "MDD") and not self.filepath:
             self.filepath = f"//{bpy.path.clean_name(context.active_object.name)}.{self.target.lower()}"
             context.window_manager.fileselect_add(self)  # execute() runs after the file is chosen
             return {"RUNNING_MODAL"}
-        self._baker = self._make_baker(context)
-        self._baker.start()
-        return self.begin_modal(context)
-
-    def modal(self, context, event):
-        job = self._baker
-        if event.type == "ESC":
-            self.rollback(context)
-            self.report({"WARNING"}, "Bake cancelled: nothing was changed")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"RUNNING_MODAL"}
-        deadline = time.perf_counter() + 0.1  # stay responsive: bake for ~100 ms per tick
-        done = False
-        while not done and time.perf_counter() < deadline:
-            done = job.step()  # an error: the funnel rolls back (scene, timer, progress bar) and reports
-        self.show_progress(
-            context, job.progress, f"Hybrid Skin: baking {job.index}/{len(job.frames)} (Esc to cancel)"
-        )
-        if not done:
-            return {"RUNNING_MODAL"}
-        job.finish()
-        self._baker = None
-        self._end(context)
-        self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}'")
-        return {"FINISHED"}
+        return self.start_job(context)
 
 
 class HYBRID_SKIN_OT_clear_bake(GuardedOperator, bpy.types.Operator):

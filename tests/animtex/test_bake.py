@@ -390,7 +390,7 @@ def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, anim
     def search(tolerance: float):
         options = animtex.BakeOptions(str(tmp_path), kind="BONE_DQ", tolerance=tolerance, file_name="punch")
         job = animtex.TextureBake(bpy.context, arm, options, [clip_action("Punch").name])
-        for _ in job.run():
+        for _ in job.steps():
             pass
         return job
 
@@ -426,7 +426,7 @@ def test_cancel_restores_the_scene_and_writes_nothing(addon, animtex, robot, tmp
     assert any(shown.values())
     clips = [clip_action("Punch").name, clip_action("Dance").name]
     job = animtex.TextureBake(bpy.context, arm, animtex.BakeOptions(str(tmp_path)), clips)
-    steps = job.run()
+    steps = job.steps()
     for _ in range(40):
         next(steps)
     # sampling: Blender does not deform the baked meshes (the truth is the add-on's own skinning)

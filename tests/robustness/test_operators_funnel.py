@@ -65,15 +65,63 @@ def test_wrapped_methods_keep_the_argument_count_blender_checks(base):
     assert probe.invoke.__code__.co_argcount == probe.modal.__code__.co_argcount == 3
 
 
-def test_modal_progress_ends_its_timer_once(base):
+def _context(removed: list):
+    wm = types.SimpleNamespace(
+        event_timer_remove=removed.append, progress_end=lambda: None, progress_begin=lambda a, b: None,
+        progress_update=lambda value: None, event_timer_add=lambda step, window=None: "timer",
+        modal_handler_add=lambda op: None,
+    )
+    return types.SimpleNamespace(
+        window_manager=wm, window=None, workspace=types.SimpleNamespace(status_text_set=lambda text: None)
+    )
+
+
+def test_a_job_operator_ends_its_timer_once(base):
     """A rollback after the modal already ended (Esc, then an error) must not remove the timer twice."""
     removed = []
-    wm = types.SimpleNamespace(event_timer_remove=removed.append, progress_end=lambda: None)
-    context = types.SimpleNamespace(
-        window_manager=wm, workspace=types.SimpleNamespace(status_text_set=lambda text: None)
-    )
-    job = base.ModalProgress()
+    context = _context(removed)
+    job = base.JobOperator()
     job._timer = "timer"
     job.rollback(context)
     job.rollback(context)
     assert removed == ["timer"]
+
+
+class _CountingJob:
+    """Three steps; records whether it finished or was closed (taken back) before."""
+
+    def __init__(self):
+        self.finished = self.taken_back = False
+
+    def steps(self):
+        try:
+            for i in range(3):
+                yield i / 3
+        except GeneratorExit:
+            self.taken_back = True
+            raise
+        self.finished = True
+
+
+def test_one_job_protocol_runs_to_the_end_or_is_taken_back_on_esc(base):
+    class Probe(base.JobOperator):
+        def make_job(self, context):
+            self.made = _CountingJob()
+            return self.made
+
+        def report(self, kind, text):
+            self.reports = getattr(self, "reports", []) + [(kind, text)]
+
+    removed = []
+    whole = Probe()
+    assert whole.run_job(_context(removed)) == {"FINISHED"} and whole.made.finished
+    modal = Probe()
+    context = _context(removed)
+    assert modal.start_job(context) == {"RUNNING_MODAL"}
+    assert modal.modal(context, types.SimpleNamespace(type="MOUSEMOVE")) == {"RUNNING_MODAL"}
+    assert not modal.made.finished, "other events wait: the job owns the scene until it is done"
+    modal.SLICE_S = 0.0  # one step per tick
+    modal.modal(context, types.SimpleNamespace(type="TIMER"))
+    assert modal.modal(context, types.SimpleNamespace(type="ESC")) == {"CANCELLED"}
+    assert modal.made.taken_back and not modal.made.finished and removed == ["timer"]
+    assert modal.reports == [({"WARNING"}, "Cancelled: nothing was changed")]
