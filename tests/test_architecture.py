@@ -1,7 +1,7 @@
 """The package's shape, checked statically (ast, nothing imported): layers whose imports point one way,
 no feature importing another, no cycle anywhere; and the only module-level state is the runtime's.
 
-Layers, bottom to top (issue 27): ``core`` (numpy, no Blender) → base (``errors``, ``saved``, ``runtime``,
+Layers, bottom to top: ``core`` (numpy, no Blender) → base (``errors``, ``saved``, ``runtime``,
 ``operator_base``) → ``bridge`` (data in and out) → ``rig`` (the shared foundation) → ``draw`` (the GPU
 layer) → the features (``skin``, ``bake``, ``analyze``, ``animtex``) → entry points (the package's
 register, the public ``api``, the command line). A module imports its own layer or lower ones; a feature

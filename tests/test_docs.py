@@ -51,3 +51,14 @@ def test_the_readme_is_a_front_page():
     for page in REPO.glob("docs/*.md"):
         assert f"docs/{page.name}" in linked, f"README does not lead to docs/{page.name}"
 
+
+
+def test_papers_are_cited_by_name_not_by_seed_number():
+    """A reader can find Kavan et al. 2007 or Johansson 2021; "seed 000" names a file they do not have."""
+    offenders = []
+    for path in [*REPO.glob("hybrid_skin/**/*.py"), *REPO.glob("shaders/**/*"), *REPO.glob("docs/*.md"),
+                 REPO / "README.md"]:
+        text = path.read_text(encoding="utf-8", errors="ignore") if path.is_file() else ""
+        if re.search(r"\bseeds? ?0\d\d", text, re.IGNORECASE):
+            offenders.append(str(path.relative_to(REPO)))
+    assert not offenders, offenders

@@ -1,4 +1,4 @@
-"""Bake actions into vertex or bone animation textures (seed 002): sample, encode, check, write, tag.
+"""Bake actions into vertex or bone animation textures (Johansson 2021): sample, encode, check, write, tag.
 
 A :class:`TextureBake` runs as a generator (:meth:`TextureBake.run` yields progress in 0..1) so the
 operator can show a progress bar and cancel between frames; scripts call :func:`bake`. This module is

@@ -32,6 +32,7 @@ from ..core.animtex import Kind, texture_from_metadata
 from ..core.animtex.crowd import CrowdLayout, crowd_layout, crowd_texels, crowd_vertices
 from ..draw import shaders
 from ..draw.buffers import float_texture, vertex_buffer
+from ..draw.readback import draw_points, render_rgba
 from ..errors import HybridSkinError
 from ..rig.factor import DEFAULT_FACTOR
 from .files import read_image
@@ -115,17 +116,8 @@ class CrowdPreview:
 
     def readback(self, view_projection: np.ndarray, seconds: float, size: int = 256) -> np.ndarray:
         """``(size, size, 4)``: scene position and instance number + 1 per pixel (0: nothing drawn)."""
-        offscreen = gpu.types.GPUOffScreen(size, size, format="RGBA32F")
-        try:
-            with offscreen.bind():
-                fb = gpu.state.active_framebuffer_get()
-                fb.clear(color=(0.0, 0.0, 0.0, 0.0), depth=1.0)
-                self.draw(view_projection, seconds, output_mode=OUTPUT_PICK)
-                pixels = fb.read_color(0, 0, size, size, 4, 0, "FLOAT")
-            pixels.dimensions = size * size * 4
-            return np.array(pixels, dtype=np.float32).reshape(size, size, 4)
-        finally:
-            offscreen.free()
+        return render_rgba(size, size, lambda _framebuffer: self.draw(view_projection, seconds,
+                                                                   output_mode=OUTPUT_PICK), depth=True)
 
     def readback_vertices(self, seconds: float, *, normals: bool = False) -> np.ndarray:
         """``(instances, vertices, 3)`` float32 scene positions (or unit normals) of every vertex of every
@@ -137,33 +129,21 @@ class CrowdPreview:
         # In the readback modes the shader places vertex v of instance i at pixel (v, i) through this
         # matrix (pixel coordinates → clip space) instead of the view.
         to_clip = np.array([[2 / width, 0, 0, -1], [0, 2 / height, 0, -1], [0, 0, 1, 0], [0, 0, 0, 1]])
-        pixels = np.zeros((height, width, 4), dtype=np.float32)
-        offscreen = gpu.types.GPUOffScreen(width, height, format="RGBA32F")
-        try:
-            with offscreen.bind():
-                framebuffer = gpu.state.active_framebuffer_get()
-                framebuffer.clear(color=(0.0, 0.0, 0.0, 0.0))
-                gpu.state.depth_test_set("NONE")
-                gpu.state.blend_set("NONE")
-                gpu.state.point_size_set(1.0)
-                self.program.bind(
-                    self.animation,
-                    self.crowd,
-                    view_projection=to_clip,
-                    seconds=seconds,
-                    deform_factor=self.deform_factor,
-                    color=(1.0, 1.0, 1.0, 1.0),
-                    output_mode=OUTPUT_NORMALS if normals else OUTPUT_POSITIONS,
-                )
-                self._points.draw_instanced(self.program.shader, instance_start=0, instance_count=height)
-                framebuffer.read_color(
-                    0, 0, width, height, 4, 0, "FLOAT", data=gpu.types.Buffer("FLOAT", pixels.shape, pixels)
-                )
-        finally:
-            offscreen.free()
-        if not np.all(pixels[..., 3] == 1.0):
-            raise RuntimeError(f"the crowd readback lost {int(np.sum(pixels[..., 3] != 1.0))} vertices")
-        return np.ascontiguousarray(pixels[..., :3])
+
+        def draw() -> None:
+            self.program.bind(
+                self.animation,
+                self.crowd,
+                view_projection=to_clip,
+                seconds=seconds,
+                deform_factor=self.deform_factor,
+                color=(1.0, 1.0, 1.0, 1.0),
+                output_mode=OUTPUT_NORMALS if normals else OUTPUT_POSITIONS,
+            )
+            self._points.draw_instanced(self.program.shader, instance_start=0, instance_count=height)
+
+        flat = draw_points(width, height, width * height, draw, what="crowd vertices")
+        return np.ascontiguousarray(flat.reshape(height, width, 4)[..., :3])
 
     def free(self) -> None:
         self.batch = self._points = self._vertices = self.animation = self.crowd = self.program = None

@@ -1,4 +1,4 @@
-"""One export (issue 14 §5): the baked meshes as glTF binary (``.glb``) beside the texture and its sidecar.
+"""One export: the baked meshes as glTF binary (``.glb``) beside the texture and its sidecar.
 
 Blender's glTF exporter writes a mesh's custom attributes only when their names start with ``_`` (and
 upper-cases them in the file); the bake's attributes are named as the sidecar says (``animtex_index``,
@@ -37,6 +37,7 @@ from contextlib import contextmanager
 import bpy
 import numpy as np
 
+from .. import bridge
 from ..core.animtex import babylon, gltf
 from ..core.animtex.layout import Clip
 from ..errors import HybridSkinError
@@ -84,10 +85,10 @@ def _add_copies(mesh: bpy.types.Mesh, names: Sequence[str]) -> list[str]:
         values = np.empty(count * width, dtype)
         attr.data.foreach_get(field, values)
         # by name from here: adding an attribute may move the others, invalidating references to them
-        mesh.attributes.new("_" + name, data_type, domain).data.foreach_set(field, values)
+        bridge.set_attribute(mesh, "_" + name, data_type, domain, field, values)
         added.append("_" + name)
     index = np.arange(len(mesh.vertices), dtype=np.int32)
-    mesh.attributes.new(VERTEX_ATTRIBUTE, "INT", "POINT").data.foreach_set("value", index)
+    bridge.set_attribute(mesh, VERTEX_ATTRIBUTE, "INT", "POINT", "value", index)
     added.append(VERTEX_ATTRIBUTE)
     return added
 

@@ -251,7 +251,7 @@ def most_telling_twist(objects, armature) -> tuple[object, str, float]:
 
 #: How much of the mesh around the twisted joint the picture shows: the vertices LBS and DQS move apart by
 #: more than this share of their largest distance, framed with this margin. (The whole mesh at README size
-#: made the candy wrapper a few pixels: issue 28 §4.)
+#: made the candy wrapper a few pixels.)
 CLOSE_UP_SHARE, CLOSE_UP_MARGIN = 0.3, 1.5
 
 

@@ -58,7 +58,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .dualquat import quaternion_from_matrix, quaternion_to_matrix
-from .skinning import _map_chunks as map_chunks
+from .skinning import map_chunks
 from .small_linalg import inverse3
 
 __all__ = [

@@ -19,6 +19,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .small_linalg import unit
+
+#: Blender's ``normalize_v3`` leaves a vector whose squared length is at most this unchanged (zero).
+BLENDER_TINY_SQUARED = 1e-35
+
 __all__ = [
     "BoneDualQuaternions",
     "bone_dual_quaternions",
@@ -194,10 +199,9 @@ def _affine_inverse(m: np.ndarray) -> np.ndarray:
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    """Unit vectors; a zero vector stays zero, as Blender's ``normalize_v3`` leaves it (a bone scaled to 0
-    has zero axes: its rotation then comes out as none, never NaN)."""
-    length = np.linalg.norm(v, axis=-1, keepdims=True)
-    return np.divide(v, length, out=np.zeros_like(v), where=length * length > 1e-35)
+    """Unit vectors as Blender's ``normalize_v3`` makes them: a (near) zero vector stays zero (a bone
+    scaled to 0 has zero axes: its rotation then comes out as none, never NaN)."""
+    return unit(v, tiny=BLENDER_TINY_SQUARED)
 
 
 def _orthogonalize_around_y(m: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Quantitative skinning artifacts: volume change, joint bulge / shrink, candy-wrapper collapse.
 
-Seed 000 judged the LBS / DQS trade-off by eye (§5.3) and asked for a measure (§6.2): how far the
+Yin (2019) judged the LBS / DQS trade-off by eye (§5.3) and asked for a measure (§6.2): how far the
 vertices around a joint move towards or away from the skeleton compared with the rest pose. This module
 measures, per joint (a joint is named by its *child* bone ``c``; its parent is ``p = parents[c]``):
 
@@ -13,7 +13,7 @@ measures, per joint (a joint is named by its *child* bone ``c``; its parent is `
 * **bulge / shrink / contour_change** use the relative change ``e = d / d_rest - 1`` of each region
   vertex's distance ``d`` to the joint's skeleton (the union of the parent and child bone segments, head to
   tail, each moved by its own deform matrix). An ideal limb keeps ``e = 0``, like a bent pipe. DQS turns the
-  convex side of a bend into a ball around the joint (``e > 0``, seed 000 Fig. 5.6), LBS pulls it towards
+  convex side of a bend into a ball around the joint (``e > 0``, Yin 2019, Fig. 5.6), LBS pulls it towards
   the joint (``e < 0``). ``bulge = max(e)`` over the region, ``shrink = -min(e)`` over the *convex side*
   only (the concave side of a bend self-intersects under every blend, so it would mask the difference),
   ``contour_change = mean(e)`` over the convex side: its thickness change, 0 when the visible side keeps its

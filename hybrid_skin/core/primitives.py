@@ -12,7 +12,7 @@ metrics and (through the bridge) to a real armature:
 The limb lies along +Y from ``y = 0`` to ``y = length``. Its joints (the heads of bones 1..B-1) lie on
 rings, and every vertex is influenced by at most the two bones of its nearest joint, with a linear
 weight ramp across a blend zone centred on the joint. That is the textbook set-up in which the
-"candy-wrapper" and "joint bulge" artifacts (seed 000 §5.3) have closed forms: the joint ring carries
+"candy-wrapper" and "joint bulge" artifacts (Yin 2019, §5.3) have closed forms: the joint ring carries
 weights exactly 0.5 / 0.5.
 """
 

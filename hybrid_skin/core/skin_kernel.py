@@ -33,7 +33,6 @@ __all__ = [
     "blend",
     "cofactor_normals",
     "matrices",
-    "normalise",
     "positions",
     "positions_and_ends",
 ]
@@ -286,9 +285,3 @@ def cofactor_normals(m3: np.ndarray, n: np.ndarray) -> np.ndarray:
     np.einsum("cm,cm->m", m3[1], an, out=out[2])
     out[1:] *= -1.0
     return out
-
-
-def normalise(n: np.ndarray) -> np.ndarray:
-    """Unit ``(3, m)`` planes (zero where the length is zero)."""
-    length = np.sqrt(np.einsum("cm,cm->m", n, n))
-    return np.divide(n, length, out=np.zeros_like(n), where=length > 0)

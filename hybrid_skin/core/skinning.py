@@ -1,4 +1,4 @@
-"""Linear blend, dual quaternion and hybrid skinning (seed 000, Algorithm 1), vectorised.
+"""Linear blend, dual quaternion and hybrid skinning (Yin 2019, Algorithm 1), vectorised.
 
 Per vertex with normalised weights ``w_k`` on bones ``b_k`` and deform factor ``f``::
 
@@ -33,13 +33,14 @@ import numpy as np
 
 from . import skin_kernel, skin_plan
 from .dualquat import bone_dual_quaternions
-from .small_linalg import inverse_affine
+from .small_linalg import inverse_affine, unit
 
 __all__ = [
     "BonePalette",
     "SkinBinding",
     "bone_palette",
     "cofactor_apply",
+    "map_chunks",
     "shutdown",
     "skin",
     "skin_matrices",
@@ -79,7 +80,7 @@ def chunk_bounds(n: int) -> list[tuple[int, int]]:
     return [(s, min(s + size, n)) for s in range(0, n, size)] if n else []
 
 
-def _map_chunks(job, n: int) -> None:
+def map_chunks(job, n: int) -> None:
     """Run ``job(start, end)`` over all chunks, on the thread pool when there is more than one."""
     global _POOL
     bounds = chunk_bounds(n)
@@ -226,7 +227,7 @@ def skin_matrices(
         out[s:e, :, :3] = m3.transpose(2, 0, 1)
         out[s:e, :, 3] = t.T
 
-    _map_chunks(job, n)
+    map_chunks(job, n)
     return out
 
 
@@ -313,7 +314,7 @@ def _skin(positions, binding, palette, deform_factor, normals, target_to_armatur
             turned = skin_kernel.cofactor_normals(skin_kernel.matrices(blended)[0], rest)
             if cof_post is not None:
                 turned = _affine(cof_post, turned)
-            out_n[s:e] = skin_kernel.normalise(turned).T
+            out_n[s:e] = unit(turned, axis=0).T
 
-    _map_chunks(job, n)
+    map_chunks(job, n)
     return out_p, out_n, out_ends

@@ -3,6 +3,7 @@
 * :mod:`.shaders`    — the one loader: GLSL files → ``GPUShaderCreateInfo`` → cached shaders.
 * :mod:`.resources`  — :class:`~.resources.GpuSkin`, the per-object buffers/textures, draw and readback.
 * :mod:`.buffers`    — numpy arrays → GPU textures and vertex buffers.
+* :mod:`.readback`   — the one offscreen round trip: draw, read the floats back into numpy.
 * :mod:`.colors`     — the colour an object is drawn with.
 * :mod:`.comparison` — LBS | hybrid | DQS side by side into a PNG, with the viewport's own draw code.
 

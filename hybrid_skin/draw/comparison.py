@@ -26,6 +26,7 @@ from ..rig import bind, checks, factor
 from ..rig.factor import DeformFactor
 from . import ensure_gpu_context
 from .colors import display_color
+from .readback import render_rgba
 from .resources import GpuSkin
 
 __all__ = ["frame_bounds", "render_comparison"]
@@ -161,30 +162,25 @@ def render_comparison(context_or_scene, obj: bpy.types.Object | Sequence[bpy.typ
         view_projection = frame_bounds(world, aspect)
 
     count = len(panels)
-    offscreen = gpu.types.GPUOffScreen(panel_w * count, full_h, format="RGBA8")
+
+    def draw(framebuffer: gpu.types.GPUFrameBuffer) -> None:
+        for i, (_text, override) in enumerate(panels):
+            gpu.state.viewport_set(i * panel_w, 0, panel_w, full_h)
+            for part in parts:
+                part.draw(view_projection, override)
+        gpu.state.viewport_set(0, 0, panel_w * count, full_h)
+        gpu.state.scissor_test_set(True)
+        for i in range(1, count):
+            gpu.state.scissor_set(i * panel_w - supersample, 0, 2 * supersample, full_h)
+            framebuffer.clear(color=SEPARATOR)
+        gpu.state.scissor_test_set(False)
+        _draw_labels([text for text, _override in panels], panel_w, full_h, supersample)
+
     try:
         for part in parts:
             part.upload()
-        with offscreen.bind():
-            framebuffer = gpu.state.active_framebuffer_get()
-            framebuffer.clear(color=BACKGROUND, depth=1.0)
-            for i, (_text, override) in enumerate(panels):
-                gpu.state.viewport_set(i * panel_w, 0, panel_w, full_h)
-                for part in parts:
-                    part.draw(view_projection, override)
-            gpu.state.viewport_set(0, 0, panel_w * count, full_h)
-            gpu.state.scissor_test_set(True)
-            for i in range(1, count):
-                gpu.state.scissor_set(i * panel_w - supersample, 0, 2 * supersample, full_h)
-                framebuffer.clear(color=SEPARATOR)
-            gpu.state.scissor_test_set(False)
-            _draw_labels([text for text, _override in panels], panel_w, full_h, supersample)
-            # Read as FLOAT into numpy-owned memory: numpy views of a "UBYTE" Buffer come out garbled.
-            raw = np.zeros((full_h, panel_w * count, 4), dtype=np.float32)
-            framebuffer.read_color(0, 0, panel_w * count, full_h, 4, 0, "FLOAT",
-                                   data=gpu.types.Buffer("FLOAT", raw.shape, raw))
+        raw = render_rgba(panel_w * count, full_h, draw, depth=True, background=BACKGROUND, format="RGBA8")
     finally:
-        offscreen.free()
         for part in parts:
             part.free()
     s = supersample

@@ -32,6 +32,7 @@ from ..core.small_linalg import inverse_affine
 from ..rig.factor import DeformFactor
 from . import shaders
 from .buffers import float_texture, vertex_buffer
+from .readback import draw_points
 
 __all__ = ["GpuSkin", "SkinSource", "eye_from_view_projection"]
 
@@ -327,26 +328,12 @@ class GpuSkin:
         params = self._params(self._armature_to_target, deform_factor,
                               readback=output, target_size=(width, height))
         program = shaders.get("readback", variant)
-        pixels = np.zeros((height, width, 4), dtype=np.float32)
-        offscreen = gpu.types.GPUOffScreen(width, height, format="RGBA32F")
-        try:
-            with offscreen.bind():
-                framebuffer = gpu.state.active_framebuffer_get()
-                framebuffer.clear(color=(0.0, 0.0, 0.0, 0.0))
-                gpu.state.depth_test_set("NONE")
-                gpu.state.blend_set("NONE")
-                gpu.state.point_size_set(1.0)
-                program.bind(params, self._bones, self._influences)
-                self._readback_batch.draw(program.shader)
-                framebuffer.read_color(0, 0, width, height, 4, 0, "FLOAT",
-                                       data=gpu.types.Buffer("FLOAT", pixels.shape, pixels))
-        finally:
-            offscreen.free()
-        flat = pixels.reshape(-1, 4)[:n]
-        missing = np.flatnonzero(flat[:, 3] != 1.0)
-        if missing.size:
-            raise RuntimeError(f"readback lost {missing.size} of {n} vertices (first {missing[:5].tolist()})")
-        return np.ascontiguousarray(flat)
+
+        def draw() -> None:
+            program.bind(params, self._bones, self._influences)
+            self._readback_batch.draw(program.shader)
+
+        return draw_points(width, height, n, draw, what="vertices")
 
     def free(self) -> None:
         """Release every GPU object now (textures and buffers go with their last reference)."""

@@ -38,6 +38,7 @@ import numpy as np
 from .. import runtime
 from ..core import autofactor
 from ..core.gpu_layout import AUTO_TEXEL, INFLUENCE_TEXTURE_WIDTH
+from ..rig.factor import DEFAULT_FACTOR
 
 __all__ = [
     "CROWD_VARIANTS",
@@ -190,7 +191,7 @@ def pack_params(
     view_projection: np.ndarray | None = None,
     color: tuple[float, float, float, float] = (0.8, 0.8, 0.8, 1.0),
     eye: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 0.0),
-    deform_factor: float = 0.5,
+    deform_factor: float = DEFAULT_FACTOR,
     factor_map_mix: float = 0.0,
     factor_mode: int = FACTOR_MODE_UNIFORM,
     auto_width: float = 0.0,

@@ -1,4 +1,4 @@
-"""The shared foundation every feature stands on (issue 27): the per-object settings, the bind and its
+"""The shared foundation every feature stands on: the per-object settings, the bind and its
 cache, weights as the Armature modifier receives them, the deform factor and its one resolver, the
 modifier stack as Hybrid Skin reads it, the setup Hybrid Skin puts on an object (Blender's exact hybrid)
 and the handlers that keep it whole, taking a bake off, and Blender's own deformation as the oracle.

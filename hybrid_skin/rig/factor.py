@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "resolve"]
 
-#: Seed 000 recommends about 0.5 for bends; also the property's default.
+#: The property's default: an even blend of LBS and DQS, about what Yin (2019) recommends for bending
+#: joints (see docs/quality.md).
 DEFAULT_FACTOR = 0.5
 #: The factor modes, as ``obj.hybrid_skin.factor_mode`` names them.
 FACTOR_MODES = ("GLOBAL", "VERTEX_GROUP", "AUTO")

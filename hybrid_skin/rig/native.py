@@ -18,9 +18,10 @@ from .. import bridge, runtime
 from . import stack
 from .state import hold
 
-__all__ = ["FACTOR_GROUP", "add_mix_modifier", "native_mix", "native_positions"]
+__all__ = ["ORACLE_GROUP", "add_mix_modifier", "native_mix", "native_positions"]
 
-FACTOR_GROUP = "HS_native_factor"
+#: The throwaway factor group of the native twin (:func:`native_positions`), never the display's own.
+ORACLE_GROUP = "HS_native_factor"
 
 
 def add_mix_modifier(
@@ -58,7 +59,7 @@ def native_mix(obj: bpy.types.Object, deform_factor: float):
                 mod.use_deform_preserve_volume = deform_factor == 1.0
             else:
                 mod.use_deform_preserve_volume = False
-                group = obj.vertex_groups.new(name=FACTOR_GROUP)  # a free name if the user has this one
+                group = obj.vertex_groups.new(name=ORACLE_GROUP)  # a free name if the user has this one
                 group.add(range(len(obj.data.vertices)), float(deform_factor), "REPLACE")
                 extra = add_mix_modifier(obj, mod, "HS_native_dqs", group.name)
             bpy.context.view_layer.update()

@@ -13,6 +13,7 @@ from bpy.props import (
 )
 
 from . import setup
+from .factor import DEFAULT_FACTOR
 
 # Blender stores an enum property in .blend files by the number of its item, not by its identifier:
 # every item has an explicit number that never changes, so files saved by earlier versions keep their
@@ -88,7 +89,7 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
     deform_factor: FloatProperty(
         name="Deform Factor",
         description="Blend between linear blend skinning (0) and dual quaternion skinning (1)",
-        default=0.5,
+        default=DEFAULT_FACTOR,
         min=0.0,
         max=1.0,
         subtype="FACTOR",

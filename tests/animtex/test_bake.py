@@ -1,4 +1,4 @@
-"""Animation texture bake (seed 002) through the installed operator: files, sizes, round trip, failures.
+"""Animation texture bake (Johansson 2021) through the installed operator: files, sizes, round trip, failures.
 
 The expected values are recomputed here without the bake's own code (``tests/support/animtex.py``): truth
 from ``api.deformed_positions`` at every baked frame and halfway between frames (the scene played by

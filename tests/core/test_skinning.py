@@ -130,7 +130,7 @@ def surface_normals_by_finite_differences(p: np.ndarray, shape: tuple[int, int])
 def test_normals_are_unit_and_match_finite_differences(f):
     """cofactor(M)·n is the exact normal where M is locally constant (one bone rules).
 
-    Inside a blend zone the true Jacobian is M + (∂M/∂x)·x; the blended-matrix normal (seed 000
+    Inside a blend zone the true Jacobian is M + (∂M/∂x)·x; the blended-matrix normal (Yin 2019
     Algorithm 1, and every GPU skinner) ignores the weight-gradient term, so it deviates there by an
     amount that grows with the bend angle and shrinks with a wider, smoother blend. Both are pinned.
     """

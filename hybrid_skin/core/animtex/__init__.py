@@ -1,4 +1,4 @@
-"""Vertex and bone animation textures for GPU-instanced crowds (seed 002), numpy only.
+"""Vertex and bone animation textures for GPU-instanced crowds (Johansson 2021), numpy only.
 
 Pipeline: the Blender side samples each clip (skinned positions/normals, or bone skinning
 matrices) → :mod:`.encode` builds ``(H, W, 4)`` pixels in the chosen :class:`Precision` on a

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..dualquat import quaternion_from_matrix, quaternion_multiply, quaternion_to_matrix
-from .decode import BoneFrames, decode_bone_frames, decode_vertex_frames, unit_vectors
+from ..small_linalg import unit
+from .decode import BoneFrames, decode_bone_frames, decode_vertex_frames
 from .encode import AnimationTexture
 from .layout import Kind
 
@@ -69,7 +70,7 @@ def crossfade_vertex_frames(
     w = _weights(weight, len(sa))
     wk = w[:, None, None]
     positions = pa + wk * (pb - pa)  # float32, in the shaders' order of operations
-    normals = unit_vectors(na + wk * (nb - na))
+    normals = unit(na + wk * (nb - na))
     return _select(w, pa, pb, positions), _select(w, na, nb, normals)
 
 

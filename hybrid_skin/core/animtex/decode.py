@@ -22,6 +22,7 @@ from ..dualquat import (
     quaternion_to_matrix,
 )
 from ..skinning import BonePalette
+from ..small_linalg import unit
 from .layout import Kind, frame_pair
 from .quantize import channel_values, decode_channels
 from .texture import AnimationTexture
@@ -36,12 +37,9 @@ __all__ = [
     "decode_vertex_frames",
     "frame_values",
     "lerp_values",
-    "per_vector",
     "read_item_texels",
     "skin_with_bone_frames",
-    "squared_lengths",
     "stream_vertex_frames",
-    "unit_vectors",
     "vertex_from_values",
 ]
 
@@ -129,44 +127,6 @@ def _interpolated(
     return lerp_values(v0, frame_values(texture, clip, f1, channels, count), alpha)
 
 
-def _normalise(v: np.ndarray) -> np.ndarray:
-    length = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
-    return np.divide(v, length, out=np.zeros_like(v), where=length > 0)
-
-
-def squared_lengths(v: np.ndarray) -> np.ndarray:
-    """``x*x + y*y + z*z`` of ``(..., 3)`` vectors, summed left to right.
-
-    The same numbers as ``np.linalg.norm(v, axis=-1) ** 2`` before its square root, and for float32
-    as ``einsum("...i,...i->...", v, v)`` (float64 einsum pairs its terms differently), at a third
-    to a fifth of their cost.
-    """
-    out = np.multiply(v[..., 0], v[..., 0])
-    out += v[..., 1] * v[..., 1]
-    out += v[..., 2] * v[..., 2]
-    return out
-
-
-def per_vector(op: np.ufunc, v: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``op(v, s[..., None])`` for ``(..., 3)`` vectors and per-vector scalars ``s``, one component at
-    a time: numpy's innermost loop would otherwise run over the 3 components, and its overhead then
-    costs about as much as the arithmetic (the values are the same)."""
-    out = np.empty(np.broadcast(v, s[..., None]).shape, dtype=np.result_type(v, s))
-    for c in range(v.shape[-1]):
-        op(v[..., c], s, out=out[..., c])
-    return out
-
-
-def unit_vectors(v: np.ndarray) -> np.ndarray:
-    """``(..., 3)`` float32 vectors divided by their length; zero-length ones become zero.
-
-    Dividing by an infinite length instead of masking the division keeps it a plain (fast) divide.
-    """
-    length = np.sqrt(squared_lengths(v))
-    length[length == 0] = np.inf
-    return per_vector(np.divide, v, length)
-
-
 def vertex_from_values(values: np.ndarray, rest_positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Decoded (interpolated) ``VERTEX`` texel values ``(..., N, 2, 3+)`` → positions ``rest + offset``
     and renormalised normals ``(..., N, 3)`` float32 (a lerp of unit vectors is shorter than one)."""
@@ -175,7 +135,7 @@ def vertex_from_values(values: np.ndarray, rest_positions: np.ndarray) -> tuple[
     positions = np.empty(np.broadcast(rest, offsets).shape, dtype=np.float32)
     for c in range(3):  # per component, as in per_vector: the slots interleave in values
         np.add(rest[..., c], offsets[..., c], out=positions[..., c])
-    return positions, unit_vectors(values[..., 1, :3])
+    return positions, unit(values[..., 1, :3])
 
 
 def decode_vertex_frames(
@@ -265,7 +225,7 @@ def decode_bone_frames(
 
     Matrix textures interpolate the linear part and the pivot position entrywise (the thesis's lerp);
     dual quaternion textures lerp and renormalise the rotation, which is why they avoid the
-    thesis's low-sample-rate "bobbing" (seed 002 §4.10).
+    thesis's low-sample-rate "bobbing" (Johansson 2021, §4.10).
     """
     if texture.kind is Kind.VERTEX:
         raise ValueError("decode_bone_frames needs a BONE_MATRIX or BONE_DQ texture")
@@ -277,7 +237,7 @@ def decode_bone_frames(
         scales = np.linalg.norm(linear, axis=-2).mean(axis=-1)
         rotation = quaternion_to_matrix(real)
     else:
-        real = _normalise(v[..., 0, :])
+        real = unit(v[..., 0, :])
         rotation = quaternion_to_matrix(real)
         moved, scales = v[..., 1, :3], v[..., 1, 3]
         linear = scales[..., None, None] * rotation
@@ -349,7 +309,7 @@ def skin_with_bone_frames(
         ],
         -1,
     )
-    return out_p.astype(np.float32), _normalise(cof).astype(np.float32)
+    return out_p.astype(np.float32), unit(cof).astype(np.float32)
 
 
 #: Decoded bone scales this close to 1 are a rigid bone's 1 after float32 rounding (the encoder's

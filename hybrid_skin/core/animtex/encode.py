@@ -1,4 +1,4 @@
-"""Build animation texture pixels ``(H, W, 4)`` from baked arrays (seed 002 §3.4, §3.5.1, §3.5.2).
+"""Build animation texture pixels ``(H, W, 4)`` from baked arrays (Johansson 2021, §3.4, §3.5.1, §3.5.2).
 
 Texel contents per kind (RGBA, decoded with ``value = offset + scale * channel``, see
 :mod:`.quantize`):
@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..dualquat import quaternion_from_matrix, quaternion_to_matrix
-from .decode import squared_lengths
+from ..small_linalg import unit
 from .header import embedded_float_count, embedded_floats
 from .layout import GUARD_FRAMES, TEXELS_PER_ITEM, Clip, Kind, TextureLayout, plan_layout
 from .quantize import (
@@ -194,7 +194,7 @@ def encode_vertex_animation(
 ) -> AnimationTexture:
     """Vertex animation texture from rest ``(N, 3)`` and per clip skinned ``(F, N, 3)`` positions/normals.
 
-    Offsets from the rest pose share one AABB (seed 002 §3.4), which is what PNG quantises within.
+    Offsets from the rest pose share one AABB (Johansson 2021, §3.4), which is what PNG quantises within.
     Normals are renormalised before storage (the decoders renormalise after interpolation anyway).
     """
     rest = np.asarray(rest_positions, dtype=np.float64)
@@ -219,12 +219,7 @@ def encode_vertex_animation(
         """Offsets and unit normals ``(k, N, 3)``; alpha is constant (filled in by :func:`_assemble`)."""
         frames = _band_frames(clips[ci])[bands]
         offsets = np.subtract(positions[ci][frames], rest, dtype=np.float64)
-        nrm = normals[ci][frames].astype(np.float64)
-        length = np.sqrt(squared_lengths(nrm))
-        length[length == 0] = 1.0  # zero normals stay zero
-        for c in range(3):  # per component: a long loop each (see decode.per_vector)
-            np.divide(nrm[..., c], length, out=nrm[..., c])
-        return [offsets, nrm]
+        return [offsets, unit(normals[ci][frames].astype(np.float64))]  # zero normals stay zero
 
     range_lo = np.array([[*lo, 1.0], [-1.0, -1.0, -1.0, 1.0]])[None]
     range_hi = np.array([[*hi, 1.0], [1.0, 1.0, 1.0, 1.0]])[None]
@@ -281,7 +276,8 @@ def encode_bone_matrix_animation(
     embed_metadata: bool = True,
     deform_factor: float | None = None,
 ) -> AnimationTexture:
-    """Bone matrix texture (3 texels per bone per frame, seed 002 §3.5.1) from ``(F, B, 4, 4)`` per clip.
+    """Bone matrix texture (3 texels per bone per frame, Johansson 2021 §3.5.1) from ``(F, B, 4, 4)``
+    per clip.
 
     Matrices are the bones' skinning (deform) matrices in mesh space, column-vector convention.
     The linear part is stored in ``[-L, L]`` with ``L = max(1, max |A|)``; translations per bone AABB.
@@ -358,7 +354,7 @@ def encode_bone_dq_animation(
     embed_metadata: bool = True,
     deform_factor: float | None = None,
 ) -> AnimationTexture:
-    """Dual quaternion bone texture (2 texels per bone per frame, seed 002 §3.5.2 with the §4.10 fix).
+    """Dual quaternion bone texture (2 texels per bone per frame, Johansson 2021 §3.5.2 with the §4.10 fix).
 
     Stores rotation + pivot position (+ uniform scale) instead of the raw dual part; see the module
     docstring for pivots, signs and scaled bones.

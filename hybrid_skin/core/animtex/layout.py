@@ -9,14 +9,14 @@ rotation, translation). Items run along **x**: item ``i`` starts at column ``(i 
 ``i // P`` of its frame band, where ``P = items_per_row = min(N, max_width // T)``. All items of one
 frame form a **frame band** of ``R = rows_per_frame = ceil(N / P)`` rows; frames run along **y**, one
 band after another. Wrapping a frame onto several rows is what lets a 319,944-vertex mesh fit (the
-thesis put one vertex per row and exceeded the GPU's texture height, seed 002 §4.9); an item never
+thesis put one vertex per row and exceeded the GPU's texture height, Johansson 2021 §4.9); an item never
 straddles two rows, so a decoder fetches its ``T`` texels at ``x0 + k`` on one row.
 
 Top to bottom (row 0 is the first row of pixel data, which is both Blender's ``Image.pixels`` order
 and ``texelFetch``'s ``y = 0``, i.e. the *bottom* row when the image is viewed):
 
-1. ``metadata_rows`` rows of the optional embedded metadata block (seed 002's metadata column,
-   turned on its side because our frames run along y), one float32 per texel;
+1. ``metadata_rows`` rows of the optional embedded metadata block (Johansson 2021's metadata
+   column, turned on its side because our frames run along y), one float32 per texel;
 2. for each clip ``c``: its ``frame_count`` bands, then one **guard band**. The guard band repeats
    frame 0 for looping clips and the last frame otherwise, so "this frame and the next" - the only
    fetches interpolation needs - never leaves the clip and never needs a modulo in the shader.
@@ -57,7 +57,7 @@ GUARD_FRAMES = 1
 
 
 class Kind(str, Enum):
-    """What a texture stores (seed 002 §3.4, §3.5.1, §3.5.2)."""
+    """What a texture stores (Johansson 2021, §3.4, §3.5.1, §3.5.2)."""
 
     VERTEX = "VERTEX"
     BONE_MATRIX = "BONE_MATRIX"

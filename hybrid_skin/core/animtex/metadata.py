@@ -9,7 +9,7 @@ writes; :func:`loads` does the few checks runtime code relies on without needing
 Format history: version 1 is the first. Optional fields added since, which readers of version 1 may
 ignore: a clip's ``root_motion`` (:mod:`.root_motion`); ``pose``, ``units``, ``import_settings``,
 ``deform_factor.mode``/``source``, ``error_report.deform_factor``, ``by_deform_factor`` and
-``any_deform_factor_max`` (issue 13). The specification a
+``any_deform_factor_max``; ``error_report.oracle_gap``; ``options``. The specification a
 decoder is written from is ``shaders/FORMAT.md``.
 """
 

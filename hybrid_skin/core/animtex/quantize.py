@@ -9,7 +9,7 @@ where ``channel`` is what a sampler returns: ``stored / Q`` for the normalised i
 ``offset`` and ``scale`` differ per precision, which keeps a single decode path in every decoder.
 
 * **PNG8 / PNG16** map the data range ``[lo, hi]`` onto ``[0, Q]`` (``offset = lo``,
-  ``scale = hi - lo``), the thesis's AABB normalisation (seed 002 §3.4, §3.5.1). Channels whose range
+  ``scale = hi - lo``), the thesis's AABB normalisation (Johansson 2021, §3.4, §3.5.1). Channels whose range
   is symmetric about zero (rotation entries, quaternion components, normals) use a *signed* mapping
   instead: ``scale = 2 L Q / (Q - 1)`` so that code ``(Q - 1) / 2`` is exactly 0 and codes
   ``0`` / ``Q - 1`` are exactly ``-L`` / ``+L``. The rest pose (identity rotation) then decodes

@@ -1,7 +1,7 @@
 """How far playback strays from the real animation, and the cheapest encoding that stays close.
 
 The thesis could only *look* at its textures beside the ground truth and wished for "a factual
-measurement of the error" to pick sample rates (seed 002 §5.2.4). Here the caller decodes at every
+measurement of the error" to pick sample rates (Johansson 2021, §5.2.4). Here the caller decodes at every
 stored sample and halfway between samples (where linear interpolation of rotations errs most) and
 compares with positions evaluated from the rig at those times. Errors are Euclidean distances per
 vertex, in scene units and as a percentage of the animation's bounding-box diagonal, so one
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode import per_vector, squared_lengths
+from ..small_linalg import per_vector, squared_lengths
 from .quantize import CHEAPEST_FIRST, Precision, bytes_per_texel
 
 __all__ = [

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..small_linalg import unit
+
 __all__ = ["SPLIT_ANGLE_DEG", "CornerSplit", "split_corners"]
 
 #: Corners of one vertex whose normals differ by more than this angle get their own item.
@@ -65,11 +67,6 @@ class CornerSplit:
         return np.concatenate([self.split_vertices, extra])
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.where(length > 0, length, 1.0)
-
-
 def split_corners(
     corner_vertex: np.ndarray,
     corner_normals: np.ndarray,
@@ -83,7 +80,7 @@ def split_corners(
     for vertices whose corners all agree (so a smooth mesh's items are exactly its vertices).
     """
     cv = np.asarray(corner_vertex, dtype=np.int64)
-    cn = _unit(np.asarray(corner_normals, dtype=np.float64))
+    cn = unit(np.asarray(corner_normals, dtype=np.float64))
     vn = np.asarray(vertex_normals, dtype=np.float32)
     n, c = len(vn), len(cv)
     if cn.shape != (c, 3) or vn.shape != (n, 3) or (c and (cv.min() < 0 or cv.max() >= n)):
@@ -133,7 +130,7 @@ def split_corners(
     # Rest normal per item: its corners' mean; the vertex normal for vertices that are not split.
     sums = np.zeros((n + len(extra_roots), 3))
     np.add.at(sums, corner_item, cn)
-    item_normals = _unit(sums).astype(np.float32)
+    item_normals = unit(sums).astype(np.float32)
     split = np.unique(cv[extra_roots]).astype(np.int32)
     whole = np.ones(n, dtype=bool)
     whole[split] = False

@@ -20,11 +20,11 @@ from typing import Protocol
 import numpy as np
 
 from ..skinning import SkinBinding, skin, skin_with_ends
+from ..small_linalg import squared_lengths
 from .decode import (
     bone_frame_palette,
     decode_bone_frames,
     decode_vertex_frames,
-    squared_lengths,
     stream_vertex_frames,
 )
 from .layout import Kind

@@ -115,8 +115,8 @@ def test_bone_dq_round_trip_for_rigid_bones(precision: Precision) -> None:
 
 
 def test_pivots_shrink_error_for_bones_far_from_origin() -> None:
-    # Seed 002 §4.10: storing the raw dual part (or the skinning translation) spreads 8 bits over a huge
-    # range when the bone is far from the origin. Storing where the pivot goes keeps it small.
+    # Johansson (2021) §4.10: storing the raw dual part (or the skinning translation) spreads 8 bits over
+    # a huge range when the bone is far from the origin. Storing where the pivot goes keeps it small.
     heads = np.array([[4.0, 3.0, 5.0], [-6.0, 2.0, 8.0]])
     mats = swinging_bones(16, 2, heads, turns=1.0)
     near = heads[:, None, :] + 0.1 * RNG.normal(size=(2, 50, 3))  # vertices near their bone

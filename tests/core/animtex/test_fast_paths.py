@@ -17,10 +17,7 @@ from hybrid_skin.core.animtex import (
 from hybrid_skin.core.animtex.decode import (
     frame_values,
     lerp_values,
-    per_vector,
-    squared_lengths,
     stream_vertex_frames,
-    unit_vectors,
 )
 from hybrid_skin.core.animtex.layout import GUARD_FRAMES, frame_pair
 from hybrid_skin.core.animtex.quantize import (
@@ -31,6 +28,7 @@ from hybrid_skin.core.animtex.quantize import (
     per_channel,
 )
 from hybrid_skin.core.animtex.report import ErrorAccumulator, normal_angles, position_errors
+from hybrid_skin.core.small_linalg import per_vector, squared_lengths, unit
 
 RNG = np.random.default_rng(23)
 
@@ -108,8 +106,14 @@ def test_vector_helpers_equal_einsum_and_masked_divide() -> None:
     v = _vectors((3, 20011, 3))
     np.testing.assert_array_equal(squared_lengths(v), np.einsum("...i,...i->...", v, v))
     length = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
-    unit = np.divide(v, length, out=np.zeros_like(v), where=length > 0)
-    np.testing.assert_array_equal(unit_vectors(v), unit)  # zero lengths give (signed) zeros
+    masked = np.divide(v, length, out=np.zeros_like(v), where=length > 0)
+    np.testing.assert_array_equal(unit(v), masked)  # zero lengths give (signed) zeros
+    columns = np.ascontiguousarray(np.moveaxis(v, -1, 0)).reshape(3, -1).astype(np.float64)
+    by_column = np.sqrt(np.einsum("cm,cm->m", columns, columns))
+    expected = np.divide(columns, by_column, out=np.zeros_like(columns), where=by_column > 0)
+    np.testing.assert_allclose(unit(columns, axis=0), expected, rtol=1e-15, atol=0)
+    tiny = np.array([[1e-18, 0.0, 0.0], [1e-17, 0.0, 0.0]])  # squared 1e-36 (zero for Blender), 1e-34
+    np.testing.assert_array_equal(unit(tiny, tiny=1e-35), [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
     s = RNG.uniform(0.5, 2.0, size=v.shape[:-1]).astype(np.float32)
     np.testing.assert_array_equal(per_vector(np.multiply, v, s), v * s[..., None])
     wide = v.astype(np.float64)

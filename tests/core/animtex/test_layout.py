@@ -23,8 +23,8 @@ from hybrid_skin.core.animtex.layout import (
     [(Kind.BONE_DQ, 65, 85), (Kind.BONE_MATRIX, 65, 85), (Kind.BONE_DQ, 4, 248), (Kind.BONE_MATRIX, 67, 131)],
 )
 def test_bone_texture_sizes_follow_texels_per_bone(kind: Kind, bones: int, frames: int) -> None:
-    # Seed 002 Tables 2-8: DQ textures use 2 texels per bone per frame, matrix textures 3. Our frames run
-    # along y and each clip carries one guard frame, so data is (T * B) wide and (F + 1) tall.
+    # Johansson (2021) Tables 2-8: DQ textures use 2 texels per bone per frame, matrix textures 3. Our frames
+    # run along y and each clip carries one guard frame, so data is (T * B) wide and (F + 1) tall.
     lay = plan_layout(bones, TEXELS_PER_ITEM[kind], [frames])
     t = {Kind.BONE_DQ: 2, Kind.BONE_MATRIX: 3}[kind]
     assert (lay.width, lay.height) == (t * bones, frames + GUARD_FRAMES)
