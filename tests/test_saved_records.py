@@ -1,8 +1,8 @@
-"""Saved records load every shape ever saved (issue 27 §2): one test per shape, then a round trip.
+"""Saved records load every shape ever saved: one test per shape, then a round trip.
 
-The display record (``saved_state``) and the bake record (``bake_state``) are JSON in string properties of
-the object; earlier builds wrote untyped dicts without a version. Each old shape must load into the record
-that restores exactly what that build changed."""
+The display record (``saved_state``), the bake record (``bake_state``) and the texture bake's summary
+are JSON in string properties of the object; earlier builds wrote untyped dicts without a version. Each
+old shape must load into the record that restores exactly what that build changed."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ def records(addon):
         importlib.import_module(addon.__name__ + ".rig.bake_record"),
         importlib.import_module(addon.__name__ + ".errors"),
     )
+
+
+@pytest.fixture
+def summaries(addon):
+    return importlib.import_module(addon.__name__ + ".animtex.summary")
 
 
 # ------------------------------------------------------------------------------------ display record
@@ -105,3 +110,17 @@ def test_a_record_from_a_newer_build_is_one_sentence(records):
 def test_nothing_saved_is_none(records):
     display_record, bake_record, _errors = records
     assert display_record.DisplayRecord.load("") is None and bake_record.BakeRecord.load("") is None
+
+
+# ---------------------------------------------------------------------------- texture bake summary
+def test_a_version_0_texture_bake_summary_loads(summaries):
+    # As builds before versions wrote it (the sidecar under "json"), relative paths included.
+    saved = {"kind": "BONE_DQ", "precision": "PNG16", "frame_step": 1.0, "clips": 2, "size": [64, 32],
+             "image": "//tex/Rig_bone_dq.png", "json": "//tex/Rig_bone_dq.json", "max": 1.5e-4, "mean": 2e-5,
+             "max_percent": 0.01, "mean_percent": 0.001, "warnings": ["w"], "seconds": {"sample": 0.5}}
+    loaded = summaries.BakeSummary.load(json.dumps(saved))
+    assert loaded.sidecar == "//tex/Rig_bone_dq.json" and loaded.image == "//tex/Rig_bone_dq.png"
+    assert (loaded.kind, loaded.clips, loaded.size, loaded.max, loaded.warnings, loaded.seconds) == (
+        "BONE_DQ", 2, [64, 32], 1.5e-4, ["w"], {"sample": 0.5})
+    again = summaries.BakeSummary.load(loaded.save())
+    assert again == loaded and json.loads(loaded.save())["version"] == summaries.BakeSummary.VERSION

@@ -175,7 +175,7 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     directory = str(tmp_path)
     assert bpy.ops.hybrid_skin.bake_animation_texture(directory=directory, kind="BONE_DQ") == {"FINISHED"}
     drawn = draw_everything(ui)
-    seconds = ui.summary.last_summary(arm)["seconds"]
+    seconds = ui.summary.last_summary(arm).seconds
     for panel in ("animtex", "dopesheet"):
         labels = drawn[panel].labels()
         assert labels[0].startswith("BONE_DQ PNG16, step 1, 1 clip(s)") and labels[1].startswith("Max error")

@@ -183,7 +183,7 @@ def preview_for(
     summary = last_summary(obj)
     if summary is None:
         raise HybridSkinError(f"'{obj.name}' has no animation texture bake: bake one first")
-    sidecar = Path(summary["json"])
+    sidecar = Path(summary.sidecar)
     if not sidecar.is_file():
         raise HybridSkinError(
             f"the last bake of '{obj.name}' is not where it was written ({sidecar} is missing): move its "

@@ -39,14 +39,14 @@ def draw_summary(layout, obj) -> None:
         return
     col = layout.column(align=True)
     col.label(
-        text=f"{info['kind']} {info['precision']}, step {info['frame_step']:g}, {info['clips']} clip(s), "
-        f"{info['size'][0]}×{info['size'][1]}"
+        text=f"{info.kind} {info.precision}, step {info.frame_step:g}, {info.clips} clip(s), "
+        f"{info.size[0]}×{info.size[1]}"
     )
-    col.label(text=f"Max error {info['max']:.3g} ({info['max_percent']:.3g}%)")
-    col.label(text=f"Mean error {info['mean']:.3g} ({info['mean_percent']:.3g}%)")
-    for line in timing_lines(info.get("seconds", {})):
+    col.label(text=f"Max error {info.max:.3g} ({info.max_percent:.3g}%)")
+    col.label(text=f"Mean error {info.mean:.3g} ({info.mean_percent:.3g}%)")
+    for line in timing_lines(info.seconds):
         col.label(text=line, icon="TIME" if line.startswith("Baked") else "BLANK1")
-    for warning in info.get("warnings", ()):
+    for warning in info.warnings:
         col.label(text=warning, icon="ERROR")
 
 

@@ -13,50 +13,112 @@ Copy, a save that failed).
 
 from __future__ import annotations
 
-import json
 import os
+from dataclasses import dataclass, field, replace
 
 import bpy
 
+from ..errors import HybridSkinError
+from ..saved import SavedRecord
 from .options import BakeResult
 
-__all__ = ["SUMMARY_PROPERTY", "last_summary", "rebase_paths", "restore_texts", "store_summary", "summary"]
+__all__ = [
+    "SUMMARY_PROPERTY",
+    "BakeSummary",
+    "last_summary",
+    "rebase_paths",
+    "restore_texts",
+    "store_summary",
+    "summary",
+]
 
 #: ID property (hidden: leading underscore) holding the last bake's summary for the UI.
 SUMMARY_PROPERTY = "_hybrid_skin_animtex"
 
 
-def summary(result: BakeResult) -> dict:
+@dataclass
+class BakeSummary(SavedRecord):
+    """What the UI shows about the last texture bake of an object (see the module docstring).
+
+    Version 0 (builds before saved records had versions) is the same table with the sidecar's path under
+    ``json``."""
+
+    VERSION = 1
+    WHAT = "animation texture bake summary"
+
+    kind: str = ""
+    precision: str = ""
+    frame_step: float = 1.0
+    clips: int = 0
+    #: Texture width and height in pixels.
+    size: list = field(default_factory=lambda: [0, 0])
+    #: The texture and the sidecar: absolute when read through :func:`last_summary`; stored relative to
+    #: the .blend (``//...``) once it is saved (:data:`PATH_FIELDS`).
+    image: str = ""
+    sidecar: str = ""
+    #: The overall error (scene units, and percent of the bounding-box diagonal).
+    max: float = 0.0
+    mean: float = 0.0
+    max_percent: float = 0.0
+    mean_percent: float = 0.0
+    warnings: list = field(default_factory=list)
+    #: Seconds per phase of the bake.
+    seconds: dict = field(default_factory=dict)
+
+
+def _from_version_0(data: dict) -> dict:
+    data["sidecar"] = data.pop("json", "")
+    return data
+
+
+BakeSummary.MIGRATIONS = {0: _from_version_0}
+
+
+def summary(result: BakeResult) -> BakeSummary:
     """What the UI shows about a bake."""
     tex, overall = result.texture, result.report["overall"]
-    return {
-        "kind": tex.kind.value,
-        "precision": tex.precision.value,
-        "frame_step": tex.clips[0].frame_step,
-        "clips": len(tex.clips),
-        "size": [tex.layout.width, tex.layout.height],
-        "image": result.image_path,
-        "json": result.json_path,
-        "max": overall["max"],
-        "mean": overall["mean"],
-        "max_percent": overall["max_percent"],
-        "mean_percent": overall["mean_percent"],
-        "warnings": result.warnings,
-        "seconds": {name: round(t, 4) for name, t in result.timings.items()},
-    }
+    return BakeSummary(
+        kind=tex.kind.value,
+        precision=tex.precision.value,
+        frame_step=tex.clips[0].frame_step,
+        clips=len(tex.clips),
+        size=[tex.layout.width, tex.layout.height],
+        image=result.image_path,
+        sidecar=result.json_path,
+        max=overall["max"],
+        mean=overall["mean"],
+        max_percent=overall["max_percent"],
+        mean_percent=overall["mean_percent"],
+        warnings=list(result.warnings),
+        seconds={name: round(t, 4) for name, t in result.timings.items()},
+    )
 
 
-#: Summary entries that are file paths: stored relative to the saved .blend (``//...``) so that a project
+#: Summary fields that are file paths: stored relative to the saved .blend (``//...``) so that a project
 #: folder can move (or be opened on another machine) and the panels and crowd preview still find the files.
-PATH_KEYS = ("image", "json")
+PATH_FIELDS = ("image", "sidecar")
+
+
+def _with_paths(info: BakeSummary, change) -> BakeSummary:
+    return replace(info, **{name: change(getattr(info, name)) for name in PATH_FIELDS})
+
+
+def _load(text: object) -> BakeSummary | None:
+    """The summary stored as ``text``, or None when there is none or it is not one this build can read
+    (a handler or a panel must not raise over a damaged property)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return BakeSummary.load(text)
+    except (HybridSkinError, ValueError, TypeError, AttributeError, KeyError):
+        return None
 
 
 def store_summary(obj: bpy.types.Object, result: BakeResult) -> None:
     info = summary(result)
     if bpy.data.filepath:
-        for key in PATH_KEYS:
-            info[key] = _relative(info[key])
-    obj[SUMMARY_PROPERTY] = json.dumps(info)
+        info = _with_paths(info, _relative)
+    obj[SUMMARY_PROPERTY] = info.save()
 
 
 def _relative(path: str, start: str | None = None) -> str:
@@ -85,19 +147,21 @@ def rebase_paths(old_blend: str, new_blend: str) -> dict[int, str]:
     before = {}
     for obj in bpy.data.objects:
         text = obj.get(SUMMARY_PROPERTY)
-        if obj.library is not None or obj.override_library is not None or not isinstance(text, str):
+        if obj.library is not None or obj.override_library is not None:
             continue
-        try:
-            info = json.loads(text)
-        except ValueError:  # not a summary this build wrote: a save handler must not raise, leave it
+        info = _load(text)
+        if info is None:  # not a summary this build can read: a save handler must not raise, leave it
             continue
-        for key in PATH_KEYS:
-            path = info.get(key)
-            if isinstance(path, str) and path.startswith("//"):
-                info[key] = _relative(os.path.normpath(bpy.path.abspath(path, start=old_folder)), new_folder)
-        if json.dumps(info) != text:
+
+        def rebased(path: str) -> str:
+            if not path.startswith("//"):
+                return path
+            return _relative(os.path.normpath(bpy.path.abspath(path, start=old_folder)), new_folder)
+
+        rebased_text = _with_paths(info, rebased).save()
+        if rebased_text != text:
             before[obj.session_uid] = text
-            obj[SUMMARY_PROPERTY] = json.dumps(info)
+            obj[SUMMARY_PROPERTY] = rebased_text
     return before
 
 
@@ -108,14 +172,14 @@ def restore_texts(before: dict[int, str]) -> None:
             obj[SUMMARY_PROPERTY] = before[obj.session_uid]
 
 
-def last_summary(obj: bpy.types.Object | None) -> dict | None:
+def last_summary(obj: bpy.types.Object | None) -> BakeSummary | None:
     """The stored summary with its file paths absolute again (resolved against the folder of the .blend the
     object lives in: the open file's, or its library's)."""
-    text = obj.get(SUMMARY_PROPERTY) if obj is not None else None
-    if not isinstance(text, str):
+    info = _load(obj.get(SUMMARY_PROPERTY)) if obj is not None else None
+    if info is None:
         return None
-    info = json.loads(text)
-    for key in PATH_KEYS:
-        if isinstance(info.get(key), str):  # a linked object's paths are relative to its library's file
-            info[key] = bpy.path.abspath(info[key], library=obj.library)
-    return info
+    # a linked object's paths are relative to its library's file
+    def absolute(path: str) -> str:
+        return os.path.normpath(bpy.path.abspath(path, library=obj.library)) if path else path
+
+    return _with_paths(info, absolute)

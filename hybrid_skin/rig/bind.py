@@ -24,7 +24,6 @@ viewport's compares them.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from ..core.small_linalg import inverse_affine
 from ..errors import HybridSkinError
 from . import checks, stack
 from . import weights as weights_mod
+from .bake_record import BakeRecord
 
 __all__ = [
     "TRANSFORM_TOLERANCE",
@@ -344,7 +344,7 @@ def baked_keys(obj: bpy.types.Object) -> tuple[str, ...]:
     settings = getattr(obj, "hybrid_skin", None)
     if settings is None or not settings.bake_state:
         return ()
-    return tuple(json.loads(settings.bake_state).get("keys", ()))
+    return tuple(BakeRecord.load(settings.bake_state).keys)
 
 
 def _fingerprint(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> tuple:

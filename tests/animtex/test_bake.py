@@ -292,7 +292,7 @@ def test_mesh_target_and_chosen_actions(addon, animtex, summaries, core, robot, 
     assert not texture.pixels[lay["data_height"] :].any()
     assert meta["error_report"]["frames"]["max"] <= meta["error_report"]["encoding_bound"]
     summary = summaries.last_summary(meshes[1])
-    assert summary["max"] == meta["error_report"]["overall"]["max"] and summary["clips"] == 2
+    assert summary.max == meta["error_report"]["overall"]["max"] and summary.clips == 2
 
 
 @pytest.mark.parametrize("scale", [(1.6, 0.6, 1.0), (-1.0, 1.0, 1.0)], ids=["non-uniform", "mirrored"])
@@ -326,7 +326,7 @@ def test_bone_matrix_of_non_rigid_bones_is_exact_at_lbs_and_says_what_dqs_loses(
     residual = np.abs(a - columns.mean(-1)[..., None, None] * (u @ vt)).max()
     assert residual > 0.3
     np.testing.assert_allclose(meta["non_rigid_residual"], residual, rtol=1e-5)
-    assert any("not rigid" in w and "BONE_MATRIX" in w for w in summaries.last_summary(arm)["warnings"])
+    assert any("not rigid" in w and "BONE_MATRIX" in w for w in summaries.last_summary(arm).warnings)
 
     skin = importlib.import_module(core.__name__ + ".decode").skin_with_bone_frames
     idx = mesh_attribute(obj, meta["mesh_attributes"]["bone_indices"], 4, "color").astype(np.int32)
@@ -449,7 +449,7 @@ def test_phase_timings_and_png_compression(addon, animtex, summaries, robot, tmp
         sizes[compression] = os.path.getsize(result.image_path)
         assert list(result.timings) == list(animtex.PHASES) and all(t >= 0 for t in result.timings.values())
         assert result.timings["sample"] > 0 and result.timings["report"] > 0 and result.timings["write"] > 0
-        assert summaries.last_summary(arm)["seconds"] == pytest.approx(result.timings, abs=1e-4)
+        assert summaries.last_summary(arm).seconds == pytest.approx(result.timings, abs=1e-4)
     assert sizes[90] < sizes[0]  # both read back exactly (checked by the bake); only the size differs
     assert all(m.show_viewport for o in meshes for m in o.modifiers)
 

@@ -55,7 +55,7 @@ def baked_project(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
 def stored(obj) -> dict:
     """The summary's paths as stored in the file."""
     info = json.loads(obj["_hybrid_skin_animtex"])
-    return {key: info[key] for key in ("image", "json")}
+    return {key: info[key] for key in ("image", "sidecar")}
 
 
 def assert_finds(summaries, written: dict[str, bytes], folder: Path) -> None:
@@ -64,9 +64,9 @@ def assert_finds(summaries, written: dict[str, bytes], folder: Path) -> None:
     arm = bpy.data.objects["Rig"]
     assert all(path.startswith("//") for path in stored(arm).values()), stored(arm)
     info = summaries.last_summary(arm)
-    for key, name in (("image", "Rig_bone_dq.png"), ("json", "Rig_bone_dq.json")):
-        path = Path(info[key])
-        assert path.is_file(), f"{key}: {info[key]} (stored {stored(arm)[key]}) is missing"
+    for key, name in (("image", "Rig_bone_dq.png"), ("sidecar", "Rig_bone_dq.json")):
+        path = Path(getattr(info, key))
+        assert path.is_file(), f"{key}: {path} (stored {stored(arm)[key]}) is missing"
         assert path.resolve() == (folder / name).resolve()
         assert path.read_bytes() == written[name]
 
@@ -171,7 +171,7 @@ def test_a_linked_rig_finds_its_librarys_files(addon, summaries, tmp_path):
     (arm,) = target.objects
     assert arm.library is not None
     info = summaries.last_summary(arm)
-    for key, name in (("image", "Rig_bone_dq.png"), ("json", "Rig_bone_dq.json")):
-        path = Path(info[key])
-        assert path.resolve() == (project / "tex" / name).resolve(), info[key]
+    for key, name in (("image", "Rig_bone_dq.png"), ("sidecar", "Rig_bone_dq.json")):
+        path = Path(getattr(info, key))
+        assert path.resolve() == (project / "tex" / name).resolve(), path
         assert path.read_bytes() == written[name]

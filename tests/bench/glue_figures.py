@@ -200,7 +200,7 @@ def texture_bake(frames: int = 24, n: int = 100_000, bones: int = 52) -> list[Fi
                     directory=folder, kind=kind, precision=precision, action_source="ACTIVE"
                 )
                 assert result == {"FINISHED"}, result
-                splits.append(dict(animtex_bake.last_summary(arm)["seconds"]))
+                splits.append(dict(animtex_bake.last_summary(arm).seconds))
 
             times = interleaved({"native": native, "ours": ours}, 7)
             splits = splits[1:]  # the warm-up run binds the rig and starts the thread pool

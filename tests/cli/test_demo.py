@@ -113,9 +113,9 @@ def test_the_blend_opens_set_up_and_finds_its_files_after_a_move(demo, addon, tm
         assert obj.data.shape_keys.animation_data.action is not None
     arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     stored = json.loads(arm["_hybrid_skin_animtex"])
-    assert stored["json"].startswith("//") and stored["image"].startswith("//"), stored
+    assert stored["sidecar"].startswith("//") and stored["image"].startswith("//"), stored
     summary = __import__(addon.__name__ + ".animtex.summary", fromlist=["x"]).last_summary(arm)
-    assert Path(summary["json"]).resolve() == (moved / "textures" / "robotexpressive_bone_dq.json").resolve()
+    assert Path(summary.sidecar).resolve() == (moved / "textures" / "robotexpressive_bone_dq.json").resolve()
 
 
 def test_failures_are_one_sentence_and_a_non_zero_exit(tmp_path):
