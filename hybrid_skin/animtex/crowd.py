@@ -16,7 +16,6 @@ Unregister removes both draw handlers and frees every GPU object.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 from .. import bridge, runtime
 from ..core.animtex import Kind, texture_from_metadata
 from ..core.animtex.crowd import CrowdLayout, crowd_layout, crowd_texels, crowd_vertices
+from ..core.animtex.metadata import loads as load_sidecar
 from ..draw import shaders
 from ..draw.buffers import float_texture, vertex_buffer
 from ..draw.readback import draw_points, render_rgba
@@ -189,7 +189,12 @@ def preview_for(
             f"the last bake of '{obj.name}' is not where it was written ({sidecar} is missing): move its "
             "files back or bake again"
         )
-    meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    try:
+        meta = load_sidecar(sidecar.read_text(encoding="utf-8"))
+    except ValueError as error:  # a damaged or foreign file where the bake wrote its sidecar
+        raise HybridSkinError(
+            f"{sidecar} is not a sidecar this add-on can read ({error}): bake again"
+        ) from None
     image = sidecar.with_name(meta["image"])
     if not image.is_file():
         raise HybridSkinError(

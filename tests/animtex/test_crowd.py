@@ -223,10 +223,11 @@ def test_toggle_and_clean_removal(gpu_context, modules, tmp_path):
         bpy.ops.hybrid_skin.crowd_preview()
 
 
-@pytest.mark.parametrize("gone", ["folder moved", "texture deleted"])
+@pytest.mark.parametrize("gone", ["folder moved", "texture deleted", "sidecar damaged"])
 def test_a_bake_whose_files_are_gone_is_one_sentence_naming_them(gpu_context, modules, tmp_path, gone):
     """The folder moved after the bake was told "has no animation texture bake: bake one first" (false);
-    a deleted texture reached the catch-all ("please report this") with a traceback."""
+    a deleted texture reached the catch-all ("please report this") with a traceback; so would a sidecar
+    overwritten by something else."""
     arm, _obj = swinging_character("Gone")
     folder = tmp_path / "bake"
     folder.mkdir()
@@ -236,9 +237,13 @@ def test_a_bake_whose_files_are_gone_is_one_sentence_naming_them(gpu_context, mo
     if gone == "folder moved":
         folder.rename(tmp_path / "elsewhere")
         missing, message = folder / f"{arm.name}_vertex.json", "is not where it was written"
-    else:
+    elif gone == "texture deleted":
         image.unlink()
         missing, message = image, "The texture of the last bake"
+    else:
+        missing = folder / f"{arm.name}_vertex.json"
+        missing.write_text('{"format": "something else"}', encoding="utf-8")
+        message = "is not a sidecar this add-on can read"
     with pytest.raises(RuntimeError) as info:
         bpy.ops.hybrid_skin.crowd_preview()
     text = str(info.value)
