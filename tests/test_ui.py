@@ -122,6 +122,17 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     assert drawn["dopesheet"].operators() == [bake] and drawn["menu"].operators() == [bake]
     seen["armature"] = offered(drawn)
 
+    helmet = bpy.data.objects.new("Helmet", bpy.data.meshes.new("Helmet"))
+    helmet.data.from_pydata([(0, 0, 0), (0.1, 0, 0), (0, 0.1, 0)], [], [(0, 1, 2)])
+    bpy.context.scene.collection.objects.link(helmet)
+    helmet.parent, helmet.parent_type, helmet.parent_bone = arm, "BONE", arm.data.bones[-1].name
+    drawn = draw_everything(ui)  # a mesh parented to a bone: a bake would leave it out, the panel says so
+    assert drawn["animtex"].operators() == [bake, "hybrid_skin.skin_rigid_parts", crowd]
+    assert "1 mesh(es) parented to bones are not baked" in drawn["animtex"].labels()
+    seen["armature with a rigid part"] = offered(drawn)
+    assert bpy.ops.hybrid_skin.skin_rigid_parts() == {"FINISHED"}
+    assert draw_everything(ui)["animtex"].operators() == [bake, crowd]
+
     activate(obj)  # a skinned mesh without Hybrid Skin
     drawn = draw_everything(ui)
     assert drawn["main"].operators() == ["hybrid_skin.add"] and drawn["analyze"] is None
@@ -187,7 +198,7 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
 
     everything = set().union(*seen.values())
     assert everything == registered_operators(ui.addon), seen
-    assert len(everything) == 9
+    assert len(everything) == 10
 
 
 def test_the_bake_dialog_draws_its_settings(ui):

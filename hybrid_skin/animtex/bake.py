@@ -61,6 +61,7 @@ from ..core.animtex.samples import (
 from ..errors import HybridSkinError
 from ..rig import bind, factor
 from ..rig.bind import MeshBind
+from ..rig.state import hold
 from . import palette
 from .corners import CornerItems
 from .export import check_names, export_meshes
@@ -82,6 +83,7 @@ from .scene import (
     mesh_parts,
     object_settings,
     resolve_actions,
+    rigid_warning,
 )
 from .summary import store_summary
 
@@ -133,6 +135,8 @@ class TextureBake:
             for a in self.actions
             if a not in compatible_actions(self.armature)
         ]
+        if (left_out := rigid_warning(self.armature, self.scene)) is not None:
+            self.warnings.append(left_out)
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
         # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it),
@@ -309,6 +313,11 @@ class TextureBake:
         # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
         self._planned = len(self._step_frames([s for s in self.frame_steps if s >= 1] or self.frame_steps)[0])
         self._oracle = OracleGap(self.parts, self._planned, self.kind is not Kind.VERTEX)
+        # Held: the rig's handlers must not mend the setups of the meshes while the bake hides and shows
+        # their modifiers (Hybrid Skin's DQS part follows the Armature modifier's visibility: shown with it
+        # for the oracle's LBS, it made Blender's "LBS" the hybrid).
+        held = hold(p.obj for p in self.parts)
+        held.__enter__()
         try:
             # Hiding and showing the modifiers is not an edit of what a bind read (edits made before, e.g.
             # weights by a script, are evaluated first and mark their binds).
@@ -324,8 +333,11 @@ class TextureBake:
             with self._phase("sample"):
                 self._cycle_end = self._loop_end_worlds(texture.clips)
         finally:
-            with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
-                self._anim.restore()
+            try:
+                with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
+                    self._anim.restore()
+            finally:
+                held.__exit__(None, None, None)
         yield 0.95
         self.result = self._write(texture, report, tried)
         yield 1.0

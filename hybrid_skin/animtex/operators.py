@@ -1,11 +1,13 @@
-"""Animation texture operators: the bake, and the crowd preview of the last bake.
+"""Animation texture operators: the bake, the crowd preview of the last bake, and skinning rigid parts.
 
 ``hybrid_skin.bake_animation_texture`` bakes the active action (or listed / all compatible actions, as
 clips of one texture) of the active armature for its skinned meshes, or of the active skinned mesh.
 From the UI it asks for its settings, then runs modally with a progress bar (Esc cancels, nothing is
 written); ``execute`` (scripts, command line) runs it to the end at once. Undoable: the only scene
 change is the per-vertex data written on the meshes. ``hybrid_skin.crowd_preview`` shows or hides a
-crowd of the last bake (:mod:`.crowd`). The panels that offer them are :mod:`.panels`.
+crowd of the last bake (:mod:`.crowd`). ``hybrid_skin.skin_rigid_parts`` skins the meshes parented to
+bones of the armature so that bakes carry them (:mod:`..rig.rigid`; undoable). The panels that offer
+them are :mod:`.panels`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from bpy.props import (
 from ..draw.shaders import ShaderCompileError
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator, JobOperator
+from ..rig import rigid
 from . import bake, crowd
 from . import options as options_module
 from .scene import compatible_actions, find_target
@@ -174,7 +177,51 @@ class HYBRID_SKIN_OT_crowd_preview(GuardedOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (HybridSkinAnimtexAction, HYBRID_SKIN_OT_bake_animation_texture, HYBRID_SKIN_OT_crowd_preview)
+class HYBRID_SKIN_OT_skin_rigid_parts(GuardedOperator, bpy.types.Operator):
+    """Skin the meshes parented to bones of this armature so that animation textures carry them: each
+    gets a vertex group of weight 1 and an Armature modifier, its placement goes into its mesh (as Apply
+    Transforms does), and it moves exactly as before"""
+
+    bl_idname = "hybrid_skin.skin_rigid_parts"
+    bl_label = "Skin Rigid Parts"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.mode == "OBJECT" and rigid.armature_of(context.active_object) is not None
+
+    def execute(self, context):
+        arm = rigid.armature_of(context.active_object)
+        if arm is None:
+            raise HybridSkinError("Select an armature, or a mesh it deforms, to skin its rigid parts")
+        parts = rigid.rigid_parts(arm, context.scene.objects)
+        if not parts:
+            self.report({"INFO"}, f"No mesh is parented to a bone of '{arm.name}': nothing to skin")
+            return {"CANCELLED"}
+        done, refused = [], []
+        for part in parts:
+            try:
+                rigid.check(part, arm)
+                done.append(part)
+            except HybridSkinError as err:
+                refused.append(str(err))
+        placement = rigid.reference_placement(arm, context.scene.objects)  # before any part is skinned
+        for part in done:
+            rigid.skin_rigid_part(part, arm, placement)
+        for reason in refused:
+            self.report({"WARNING"}, reason)
+        if not done:
+            raise HybridSkinError(refused[0])
+        self.report({"INFO"}, f"Skinned {len(done)} rigid part(s) to the bones of '{arm.name}'")
+        return {"FINISHED"}
+
+
+classes = (
+    HybridSkinAnimtexAction,
+    HYBRID_SKIN_OT_bake_animation_texture,
+    HYBRID_SKIN_OT_crowd_preview,
+    HYBRID_SKIN_OT_skin_rigid_parts,
+)
 
 
 def register() -> None:

@@ -1,16 +1,23 @@
 """Animation texture panels: the N-panel sub-panel and the Dope Sheet ▸ Action editor entries.
 
 Both offer the bake (:mod:`.operators`) and show the last bake's summary (:mod:`.summary`); the sidebar's
-sub-panel also toggles the crowd preview (:mod:`.crowd`) and shows its statistics.
+sub-panel also offers Skin Rigid Parts when meshes parented to bones would be left out of a bake, and
+toggles the crowd preview (:mod:`.crowd`) and shows its statistics.
 """
 
 from __future__ import annotations
 
 import bpy
 
+from ..rig import rigid
 from . import crowd
 from .bake import PHASES
-from .operators import HYBRID_SKIN_OT_bake_animation_texture, HYBRID_SKIN_OT_crowd_preview, bake_target
+from .operators import (
+    HYBRID_SKIN_OT_bake_animation_texture,
+    HYBRID_SKIN_OT_crowd_preview,
+    HYBRID_SKIN_OT_skin_rigid_parts,
+    bake_target,
+)
 from .summary import last_summary
 
 __all__ = [
@@ -54,6 +61,16 @@ def _draw_bake_button(layout) -> None:
     layout.operator(HYBRID_SKIN_OT_bake_animation_texture.bl_idname, icon="TEXTURE")
 
 
+def _draw_rigid_parts(layout, context) -> None:
+    """Meshes parented to bones are not in a bake until skinned: say so, with the button that does it."""
+    arm = rigid.armature_of(bake_target(context))
+    count = len(rigid.rigid_parts(arm, context.scene.objects)) if arm is not None else 0
+    if count:
+        col = layout.column(align=True)
+        col.label(text=f"{count} mesh(es) parented to bones are not baked", icon="INFO")
+        col.operator(HYBRID_SKIN_OT_skin_rigid_parts.bl_idname, icon="MOD_ARMATURE")
+
+
 class VIEW3D_PT_hybrid_skin_animtex(bpy.types.Panel):
     """Bake actions into animation textures for crowds"""
 
@@ -70,6 +87,7 @@ class VIEW3D_PT_hybrid_skin_animtex(bpy.types.Panel):
 
     def draw(self, context):
         _draw_bake_button(self.layout)
+        _draw_rigid_parts(self.layout, context)
         draw_summary(self.layout, bake_target(context))
         text = "Hide Crowd" if crowd.is_active() else "Crowd Preview"
         self.layout.operator(HYBRID_SKIN_OT_crowd_preview.bl_idname, text=text, icon="COMMUNITY")

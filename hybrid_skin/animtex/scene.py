@@ -22,7 +22,7 @@ import numpy as np
 from .. import bridge
 from ..core.animtex import Clip
 from ..errors import HybridSkinError
-from ..rig import checks, stack
+from ..rig import checks, rigid, stack
 
 #: Pose channels and their rest values. Each clip starts from the pose the scene had when the bake
 #: started (what Blender shows when the user plays that action: channels it does not key keep their
@@ -94,6 +94,20 @@ def find_target(obj: bpy.types.Object | None, scene: bpy.types.Scene) -> tuple[b
         raise HybridSkinError("Select an armature or a skinned mesh to bake animation textures")
     mod = stack.armature_modifier(obj, _modifier_name(obj))
     return checks.validate(obj, mod), [obj]
+
+
+def rigid_warning(arm: bpy.types.Object, scene: bpy.types.Scene) -> str | None:
+    """The sentence for meshes that follow a bone of ``arm`` rigidly and so are not in the bake, if any."""
+    parts = rigid.rigid_parts(arm, scene.objects)
+    if not parts:
+        return None
+    names = ", ".join(f"'{p.obj.name}'" for p in parts[:4])
+    if len(parts) > 4:
+        names += f" and {len(parts) - 4} more"
+    return (
+        f"{len(parts)} mesh(es) parented to bones of '{arm.name}' are not in the bake ({names}): no Armature "
+        "modifier deforms them. Skin Rigid Parts (Animation Texture panel) skins them without moving them"
+    )
 
 
 def mesh_parts(meshes: list[bpy.types.Object], *, single_user: bool) -> list[MeshPart]:
