@@ -248,16 +248,19 @@ def lbs_dqs_gap(obj) -> float:
 
 
 def most_telling_twist(objects, armature) -> tuple[object, str, float]:
-    """``(mesh, bone, gap)``: of the most weighted deform bones, the one whose twist shows LBS and DQS
+    """``(mesh, bone, gap)``: of the bones most weighted where vertices blend two or more bones (where
+    LBS and DQS can differ at all: a rigid part's one bone cannot), the one whose twist shows LBS and DQS
     furthest apart, and the mesh where it shows."""
     weight: dict[str, float] = {}
     for obj in objects:
         names = {g.index: g.name for g in obj.vertex_groups}
         for vertex in obj.data.vertices:
-            for g in vertex.groups:
-                name = names.get(g.group)
-                if name in armature.pose.bones:
-                    weight[name] = weight.get(name, 0.0) + g.weight
+            bones = [(names.get(g.group), g.weight) for g in vertex.groups if g.weight > 0.0]
+            bones = [(name, w) for name, w in bones if name in armature.pose.bones]
+            if len(bones) < 2:
+                continue
+            for name, w in bones:
+                weight[name] = weight.get(name, 0.0) + w
     best = (objects[0], "", -1.0)
     for name in sorted(weight, key=weight.get, reverse=True)[:8]:
         with twisted(armature, name, PICTURE_TWIST_DEGREES):
