@@ -273,7 +273,8 @@ def skin_with_bone_frames(
 
     Folding the scale into the dual part at the vertex is Blender's Preserve Volume treatment of
     scaled bones (see :mod:`..dualquat`): with pivots at the bones' rest heads this equals
-    :func:`..skinning.skin` for rigid and uniformly scaled bones.
+    :func:`..skinning.skin` for rigid and uniformly scaled bones. ``deform_factor``: one number, or per
+    vertex ``(N,)`` or per sample and vertex ``(S, N)`` (Auto, :func:`.auto.texture_factors`).
     Returns ``(S, N, 3)`` float32 positions and normals (``None`` without ``normals``).
     """
     p = np.asarray(positions, dtype=np.float64)
@@ -293,9 +294,10 @@ def skin_with_bone_frames(
         wk = np.where(np.einsum("snc,snc->sn", real_sum, real[:, :, k]) < 0, -w[None, :, k], w[None, :, k])
         real_sum += wk[..., None] * real[:, :, k]
         dual_sum += wk[..., None] * dual[:, :, k]
-    m = (1.0 - deform_factor) * linear + deform_factor * dual_quaternion_to_matrix(real_sum, dual_sum)[
-        ..., :3, :
-    ]
+    f = np.asarray(deform_factor, dtype=np.float64)
+    if f.ndim:  # per vertex (N,) or per sample and vertex (S, N): Auto
+        f = np.broadcast_to(f, linear.shape[:2])[..., None, None]
+    m = (1.0 - f) * linear + f * dual_quaternion_to_matrix(real_sum, dual_sum)[..., :3, :]
     out_p = np.einsum("snij,nj->sni", m[..., :3], p) + m[..., 3]
     if normals is None:
         return out_p.astype(np.float32), None

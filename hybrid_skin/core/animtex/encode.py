@@ -27,6 +27,10 @@ the closest rotation ``R`` (polar decomposition) and the least-squares uniform s
 lost, and ``AnimationTexture.non_rigid_residual`` (``max |A - s R|``) says how much. Mirroring
 matrices (negative determinant) are rejected.
 
+**Auto** (:mod:`.auto`): given an :class:`.auto.AutoBake`, a bone texture also stores each bone's Auto
+data per frame, two texels in the Auto rows of each frame band (:mod:`.layout`), quantised per bone, slot
+and channel like the translations.
+
 **Quaternion signs** are chosen per clip so that consecutive frames (and the guard band after the
 last frame) lie in the same hemisphere: linear interpolation between stored frames then never
 passes near zero, as it would between ``q`` and ``-q``.
@@ -40,8 +44,9 @@ import numpy as np
 
 from ..dualquat import quaternion_from_matrix, quaternion_to_matrix
 from ..small_linalg import unit
+from .auto import AutoBake, TextureAuto
 from .header import embedded_float_count, embedded_floats
-from .layout import GUARD_FRAMES, TEXELS_PER_ITEM, Clip, Kind, TextureLayout, plan_layout
+from .layout import AUTO_SLOTS, GUARD_FRAMES, TEXELS_PER_ITEM, Clip, Kind, TextureLayout, plan_layout
 from .quantize import (
     Precision,
     decode_terms,
@@ -89,14 +94,17 @@ def _band_frames(clip: Clip) -> np.ndarray:
     return np.r_[np.arange(clip.frame_count), _guard_source(clip)]
 
 
-def _place(pixels: np.ndarray, layout: TextureLayout, row0: int, stored: np.ndarray) -> None:
-    """Write ``(k, N, T, 4)`` texels of ``k`` consecutive frame bands from ``row0`` (the layout formula
-    as one copy of whole rows and one of the last, partial row; padding texels are left untouched).
+def _place(
+    pixels: np.ndarray, layout: TextureLayout, row0: int, stored: np.ndarray, row_offset: int = 0
+) -> None:
+    """Write ``(k, N, S, 4)`` texels (the first ``S`` slots of each item) of ``k`` consecutive frame bands
+    from ``row0``, ``row_offset`` rows into each band (the Auto rows), by the layout formula as one copy of
+    whole rows and one of the last, partial row; padding texels are left untouched.
     """
-    k, n = stored.shape[:2]
+    k, n, slots = stored.shape[:3]
     per_row, rows_per_frame = layout.items_per_row, layout.rows_per_frame
     rows = pixels[row0 : row0 + k * rows_per_frame, : layout.data_width]
-    grid = rows.reshape(k, rows_per_frame, per_row, *stored.shape[2:])
+    grid = rows.reshape(k, rows_per_frame, per_row, layout.texels_per_item, 4)[:, row_offset:, :, :slots]
     full = n // per_row
     grid[:, :full] = stored[:, : full * per_row].reshape(k, full, per_row, *stored.shape[2:])
     if n % per_row:
@@ -130,18 +138,20 @@ def _assemble(
     max_width: int,
     power_of_two: bool,
     embed_metadata: bool,
+    auto: AutoBake | None = None,
     **extra: object,
 ) -> AnimationTexture:
     """Lay out, quantise and place every clip; ``values(clip, bands)`` gives one ``(k, N, C)`` float
     array per texel slot (separate arrays: the quantiser's passes then run over contiguous memory),
-    new arrays the quantiser may overwrite.
+    new arrays the quantiser may overwrite. ``auto``: the Auto data to carry too (bone kinds).
 
     ``C < 4`` leaves out trailing channels whose range is a single value: they store the opaque code
     whatever the value (see :func:`.quantize.encode_channels`), so nobody needs to compute them.
     """
     precision = Precision(precision)
     t = TEXELS_PER_ITEM[kind]
-    n_floats = embedded_float_count(len(clips), item_count if kind is not Kind.VERTEX else 0)
+    bones = item_count if kind is not Kind.VERTEX else 0
+    n_floats = embedded_float_count(len(clips), bones, auto=auto is not None)
     layout = plan_layout(
         item_count,
         t,
@@ -149,8 +159,25 @@ def _assemble(
         max_width=max_width,
         power_of_two=power_of_two,
         metadata_floats=n_floats if embed_metadata else 0,
+        auto=auto is not None,
     )
     offset, scale = decode_terms(lo, hi, precision, symmetric)
+    texture_auto = None
+    if auto is not None:
+        if kind is Kind.VERTEX or len(auto.bones) != len(clips):
+            raise ValueError("Auto data goes with a bone texture: one (F, B, 8) array per clip")
+        for clip, data in zip(clips, auto.bones):
+            if data.shape[:2] != (clip.frame_count, item_count):
+                raise ValueError(
+                    f"clip {clip.name!r}: Auto data {data.shape} for {clip.frame_count} frames and "
+                    f"{item_count} bones"
+                )
+        auto_lo, auto_hi, auto_symmetric = TextureAuto.ranges(auto)
+        auto_offset, auto_scale = decode_terms(auto_lo, auto_hi, precision, auto_symmetric)
+        texture_auto = TextureAuto(
+            auto.profile, auto_lo.astype(np.float32), auto_hi.astype(np.float32), auto_offset, auto_scale,
+            vertex_floats=int(auto.vertex_floats),
+        )  # fmt: skip
     pixels = np.zeros((layout.height, layout.width, 4), dtype=precision.dtype)
     for ci, clip in enumerate(clips):
         bands = np.arange(clip.frame_count + GUARD_FRAMES)
@@ -159,7 +186,17 @@ def _assemble(
             stored = np.empty(slots[0].shape[:2] + (t, 4), dtype=precision.dtype)
             for slot, v in enumerate(slots):
                 _encode_slot(v, offset[:, slot], scale[:, slot], precision, stored[:, :, slot])
-            _place(pixels, layout, layout.clip_first_rows[ci] + part.start * layout.rows_per_frame, stored)
+            row0 = layout.clip_first_rows[ci] + part.start * layout.rows_per_frame
+            _place(pixels, layout, row0, stored)
+            if auto is not None:
+                data = auto.bones[ci][_band_frames(clip)[bands[part]]].astype(np.float64)
+                data = data.reshape(data.shape[0], item_count, AUTO_SLOTS, 4)
+                stored = np.empty(data.shape, dtype=precision.dtype)
+                for slot in range(AUTO_SLOTS):
+                    slot_values = np.ascontiguousarray(data[:, :, slot])
+                    terms = auto_offset[:, slot], auto_scale[:, slot]
+                    _encode_slot(slot_values, *terms, precision, stored[:, :, slot])
+                _place(pixels, layout, row0, stored, layout.auto_row_offset)
     texture = AnimationTexture(
         kind=kind,
         precision=precision,
@@ -171,6 +208,7 @@ def _assemble(
         decode_offset=offset,
         decode_scale=scale,
         embedded_metadata=embed_metadata,
+        auto=texture_auto,
         **extra,
     )
     if embed_metadata:
@@ -275,12 +313,14 @@ def encode_bone_matrix_animation(
     power_of_two: bool = False,
     embed_metadata: bool = True,
     deform_factor: float | None = None,
+    auto: AutoBake | None = None,
 ) -> AnimationTexture:
     """Bone matrix texture (3 texels per bone per frame, Johansson 2021 §3.5.1) from ``(F, B, 4, 4)``
     per clip.
 
     Matrices are the bones' skinning (deform) matrices in mesh space, column-vector convention.
     The linear part is stored in ``[-L, L]`` with ``L = max(1, max |A|)``; translations per bone AABB.
+    ``auto``: the Auto data to carry too (module docstring).
     """
     mats, pivots, b = _prepare_bones(matrices, clips, bone_names, bone_pivots)
     pivot_pos = [_pivot_positions(m, pivots) for m in mats]
@@ -300,7 +340,7 @@ def encode_bone_matrix_animation(
     symmetric = np.broadcast_to(np.array([True, True, True, False]), (b, 3, 4))
     return _assemble(
         Kind.BONE_MATRIX, precision, clips, b, values, range_lo, range_hi, symmetric,
-        max_width=max_width, power_of_two=power_of_two, embed_metadata=embed_metadata,
+        max_width=max_width, power_of_two=power_of_two, embed_metadata=embed_metadata, auto=auto,
         bone_names=tuple(bone_names), bone_pivots=pivots.astype(np.float32), deform_factor=deform_factor,
         non_rigid_residual=residual,
     )  # fmt: skip
@@ -353,11 +393,12 @@ def encode_bone_dq_animation(
     power_of_two: bool = False,
     embed_metadata: bool = True,
     deform_factor: float | None = None,
+    auto: AutoBake | None = None,
 ) -> AnimationTexture:
     """Dual quaternion bone texture (2 texels per bone per frame, Johansson 2021 §3.5.2 with the §4.10 fix).
 
     Stores rotation + pivot position (+ uniform scale) instead of the raw dual part; see the module
-    docstring for pivots, signs and scaled bones.
+    docstring for pivots, signs, scaled bones and ``auto``.
     """
     mats, pivots, b = _prepare_bones(matrices, clips, bone_names, bone_pivots)
     quats, pivot_pos, scales, residual = [], [], [], 0.0
@@ -395,7 +436,7 @@ def encode_bone_dq_animation(
     symmetric[:, 0] = True
     return _assemble(
         Kind.BONE_DQ, precision, clips, b, values, range_lo, range_hi, symmetric,
-        max_width=max_width, power_of_two=power_of_two, embed_metadata=embed_metadata,
+        max_width=max_width, power_of_two=power_of_two, embed_metadata=embed_metadata, auto=auto,
         bone_names=tuple(bone_names), bone_pivots=pivots.astype(np.float32), deform_factor=deform_factor,
         non_rigid_residual=residual,
     )  # fmt: skip

@@ -26,6 +26,14 @@ and ``texelFetch``'s ``y = 0``, i.e. the *bottom* row when the image is viewed):
 So the texel ``k`` of item ``i`` at clip frame ``f`` is at
 ``x = (i % P) * T + k``, ``y = clip_first_rows[c] + f * R + i // P``.
 Sample with ``texelFetch`` (nearest, no mipmaps): neighbouring texels hold other items.
+
+Auto rows
+---------
+A bone texture that carries Auto (:mod:`.auto`) has twice the rows per frame band: the bones' own rows
+``0 .. R_b - 1`` (``R_b = ceil(N / P)``) as above, then ``R_b`` rows of Auto data, each bone's two Auto
+texels at its own columns, ``auto_row_offset = R_b`` rows further up: ``x = (i % P) * T + k`` (``k`` 0 or
+1), ``y = clip_first_rows[c] + f * R + auto_row_offset + i // P``. Every formula above holds with ``R``
+the doubled rows per frame, so a reader that knows nothing of Auto decodes the bones as before.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from enum import Enum
 import numpy as np
 
 __all__ = [
+    "AUTO_SLOTS",
     "GUARD_FRAMES",
     "MAX_TEXTURE_SIZE",
     "TEXELS_PER_ITEM",
@@ -54,6 +63,8 @@ __all__ = [
 MAX_TEXTURE_SIZE = 16384
 #: Bands repeated after each clip so interpolation never bleeds into the next clip.
 GUARD_FRAMES = 1
+#: Texels of Auto data per bone and frame (:mod:`.auto`): ``(tau, sigma)`` and ``(A, H)``.
+AUTO_SLOTS = 2
 
 
 class Kind(str, Enum):
@@ -74,6 +85,8 @@ class Region(int, Enum):
     METADATA = 1
     FRAME = 2
     GUARD = 3
+    #: Auto data of a bone (:mod:`.auto`), in a frame or guard band.
+    AUTO = 4
 
 
 @dataclass(frozen=True)
@@ -169,6 +182,8 @@ class TextureLayout:
     clip_frame_counts: tuple[int, ...]
     power_of_two: bool = False
     max_width: int = 8192
+    #: Rows from a frame band's first row to its Auto rows (0: the texture carries no Auto).
+    auto_row_offset: int = 0
 
     @property
     def data_width(self) -> int:
@@ -221,18 +236,27 @@ class TextureLayout:
         c = np.maximum(clip, 0)
         band = (y - starts[c]) // self.rows_per_frame
         row = (y - starts[c]) % self.rows_per_frame
+        auto = self.auto_row_offset > 0
+        if auto:
+            is_auto = row >= self.auto_row_offset
+            row = np.where(is_auto, row - self.auto_row_offset, row)
         item = row * self.items_per_row + x // self.texels_per_item
+        slot = x % self.texels_per_item
         in_data = (clip >= 0) & (band <= counts[c]) & (x < self.data_width) & (item < self.item_count)
+        if auto:
+            in_data &= ~is_auto | (slot < AUTO_SLOTS)
         region = np.full(x.shape, Region.PADDING, dtype=np.int64)
         region[y < self.metadata_rows] = Region.METADATA
         region[in_data] = np.where(band[in_data] == counts[c][in_data], Region.GUARD, Region.FRAME)
+        if auto:
+            region[in_data & is_auto] = Region.AUTO
         minus = np.full(x.shape, -1, dtype=np.int64)
         return TexelOwner(
             region=region,
             clip=np.where(in_data, clip, minus),
             frame=np.where(in_data, band, minus),
             item=np.where(in_data, item, minus),
-            slot=np.where(in_data, x % self.texels_per_item, minus),
+            slot=np.where(in_data, slot, minus),
         )
 
 
@@ -249,12 +273,14 @@ def plan_layout(
     power_of_two: bool = False,
     metadata_floats: int = 0,
     max_height: int = MAX_TEXTURE_SIZE,
+    auto: bool = False,
 ) -> TextureLayout:
     """Choose width, wrapping and clip rows for ``item_count`` items of ``texels_per_item`` texels.
 
     ``max_width`` (≤ 16384) caps the row length; with ``power_of_two`` both sides are rounded up to
     powers of two and the width cap becomes the largest power of two ≤ ``max_width``.
-    ``metadata_floats`` reserves rows for the embedded metadata block. Raises ``ValueError`` if the
+    ``metadata_floats`` reserves rows for the embedded metadata block; ``auto`` doubles each frame band's
+    rows for the Auto data of bone textures (module docstring). Raises ``ValueError`` if the
     result is taller than ``max_height``: fewer samples (a larger frame step) or splitting the clips
     over several textures are the remedies, and silently producing an unloadable image is not.
     """
@@ -267,8 +293,11 @@ def plan_layout(
     width_cap = 1 << (max_width.bit_length() - 1) if power_of_two else max_width
     if texels_per_item > width_cap:
         raise ValueError(f"max_width {max_width} is narrower than one item ({texels_per_item} texels)")
+    if auto and texels_per_item < AUTO_SLOTS:
+        raise ValueError(f"Auto rows need items of at least {AUTO_SLOTS} texels")
     per_row = min(item_count, width_cap // texels_per_item)
-    rows_per_frame = -(-item_count // per_row)
+    item_rows = -(-item_count // per_row)
+    rows_per_frame = 2 * item_rows if auto else item_rows
     width = per_row * texels_per_item
     if power_of_two:
         width = _next_pow2(width)
@@ -296,4 +325,5 @@ def plan_layout(
         clip_frame_counts=tuple(int(c) for c in frame_counts),
         power_of_two=power_of_two,
         max_width=max_width,
+        auto_row_offset=item_rows if auto else 0,
     )

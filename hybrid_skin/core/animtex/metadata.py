@@ -9,8 +9,9 @@ writes; :func:`loads` does the few checks runtime code relies on without needing
 Format history: version 1 is the first. Optional fields added since, which readers of version 1 may
 ignore: a clip's ``root_motion`` (:mod:`.root_motion`); ``pose``, ``units``, ``import_settings``,
 ``deform_factor.mode``/``source``, ``error_report.deform_factor``, ``by_deform_factor`` and
-``any_deform_factor_max``; ``error_report.oracle_gap``; ``options``. The specification a
-decoder is written from is ``shaders/FORMAT.md``.
+``any_deform_factor_max``; ``error_report.oracle_gap``; ``options``; ``auto`` (a bone texture that
+carries Auto, :mod:`.auto`), ``mesh_attributes.auto_rest`` and ``error_report.auto``. The specification
+a decoder is written from is ``shaders/FORMAT.md``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..autofactor import RoundShape
+from .auto import AUTO_CHANNELS, TextureAuto
 from .layout import GUARD_FRAMES, Clip, Kind, TextureLayout
 from .quantize import Precision, error_bound, stored_from_channels
 from .texture import AnimationTexture
@@ -52,7 +55,16 @@ DEFAULT_MESH_ATTRIBUTES = {
     "corner_index": "animtex_corner_index",  # INT face-corner attribute: item of the corner's normal group
     "bone_indices": "animtex_bone_indices",  # bone kinds: influence bone indices, in "bones" order
     "bone_weights": "animtex_bone_weights",  # bone kinds: matching normalised weights
+    # bone kinds with Auto: each vertex's Auto rest data (autofactor.vertex_geometry), 4 floats per
+    # attribute; more floats continue in "<name>_1", "<name>_2", ... (sidecar auto.vertex_floats)
+    "auto_rest": "animtex_auto_rest",
 }
+
+#: The ``auto`` block's description of how a runtime computes the factor (shaders/FORMAT.md section 9).
+AUTO_FORMULA = (
+    "per vertex from its 4 influences, the interpolated Auto data of those bones and its auto_rest: "
+    "hs_round_factor of shaders/hybrid_skin_round.glsl (shaders/FORMAT.md section 9)"
+)
 
 _SLOTS = {
     Kind.VERTEX: [("position_offset", ["dx", "dy", "dz", "one"]), ("normal", ["x", "y", "z", "one"])],
@@ -87,6 +99,29 @@ _TEXEL_FORMULA = (
     "y = clip.first_row + frame * rows_per_frame + item // items_per_row; "
     "frame = clip.frame_count is the guard band (frame 0 for loops, last frame otherwise)"
 )
+
+
+def _auto_dict(texture: AnimationTexture) -> dict[str, Any]:
+    auto = texture.auto
+    terms = auto.value_min, auto.value_max, auto.decode_offset, auto.decode_scale
+    bound = error_bound(*terms, texture.precision)
+    return {
+        "profile": auto.profile,
+        "width": float(np.float32(auto.shape.width)),
+        "swing_exponent": float(np.float32(auto.shape.swing_exponent)),
+        "twist_weight": float(np.float32(auto.shape.twist_weight)),
+        "epsilon_sq": float(np.float32(auto.epsilon_sq)),
+        "quarter_turn_sq": float(np.float32(auto.quarter_turn_sq)),
+        "row_offset": texture.layout.auto_row_offset,
+        "slots": [{"name": n, "channels": list(c)} for n, c in AUTO_CHANNELS],
+        "decode": {"offset": _nested(auto.decode_offset), "scale": _nested(auto.decode_scale)},
+        "bounds": {"min": _nested(auto.value_min), "max": _nested(auto.value_max)},
+        "error_bound": _nested(bound),
+        "space": "armature",
+        "vertex_floats": auto.vertex_floats,
+        "interpolation": "linear on decoded values between stored frames; cross-fades lerp by the weight",
+        "formula": AUTO_FORMULA,
+    }
 
 
 def _nested(a: np.ndarray) -> list:
@@ -188,6 +223,8 @@ def build_metadata(
     attrs = dict(DEFAULT_MESH_ATTRIBUTES if mesh_attributes is None else mesh_attributes)
     if kind is Kind.VERTEX:
         attrs = {k: v for k, v in attrs.items() if not k.startswith("bone_")}
+    if texture.auto is None:
+        attrs.pop("auto_rest", None)
     bound = error_bound(
         texture.value_min, texture.value_max, texture.decode_offset, texture.decode_scale, texture.precision
     )
@@ -243,6 +280,8 @@ def build_metadata(
         pivots = np.asarray(texture.bone_pivots, dtype=np.float64)
         meta["bones"] = [{"name": n, "pivot": _nested(p)} for n, p in zip(texture.bone_names, pivots)]
         meta["non_rigid_residual"] = float(texture.non_rigid_residual)
+        if texture.auto is not None:
+            meta["auto"] = _auto_dict(texture)
     if error_report is not None:
         meta["error_report"] = dict(error_report)
     if options is not None:
@@ -297,6 +336,7 @@ def texture_from_metadata(meta: Mapping[str, Any], pixels: np.ndarray) -> Animat
                 f"clip {clip.name!r}: frame range gives {clip.frame_count} samples, "
                 f"sidecar says {entry['frame_count']}"
             )
+    auto = meta.get("auto")
     layout = TextureLayout(
         width=lay["width"],
         height=lay["height"],
@@ -309,6 +349,7 @@ def texture_from_metadata(meta: Mapping[str, Any], pixels: np.ndarray) -> Animat
         clip_frame_counts=tuple(c.frame_count for c in clips),
         power_of_two=lay["power_of_two"],
         max_width=lay["max_width"],
+        auto_row_offset=0 if auto is None else int(auto["row_offset"]),
     )
     px = np.asarray(pixels)
     if px.shape != (layout.height, layout.width, 4):
@@ -332,4 +373,20 @@ def texture_from_metadata(meta: Mapping[str, Any], pixels: np.ndarray) -> Animat
         deform_factor=meta["deform_factor"]["value"],
         non_rigid_residual=float(meta.get("non_rigid_residual", 0.0)),
         embedded_metadata=meta.get("embedded_metadata") is not None,
+        auto=None if auto is None else _texture_auto(auto),
+    )
+
+
+def _texture_auto(auto: Mapping[str, Any]) -> TextureAuto:
+    f32 = np.float32
+    return TextureAuto(
+        profile=auto["profile"],
+        value_min=np.asarray(auto["bounds"]["min"], f32),
+        value_max=np.asarray(auto["bounds"]["max"], f32),
+        decode_offset=np.asarray(auto["decode"]["offset"], f32),
+        decode_scale=np.asarray(auto["decode"]["scale"], f32),
+        vertex_floats=int(auto["vertex_floats"]),
+        shape=RoundShape(auto["width"], auto["swing_exponent"], auto["twist_weight"]),
+        epsilon_sq=auto["epsilon_sq"],
+        quarter_turn_sq=auto["quarter_turn_sq"],
     )

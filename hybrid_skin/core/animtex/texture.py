@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .auto import TextureAuto
 from .layout import Clip, Kind, TextureLayout
 from .quantize import Precision, channel_values
 
@@ -24,6 +25,8 @@ class AnimationTexture:
     deform_factor: baked factor (``VERTEX``) or the default runtime factor (bone kinds), or ``None``.
     non_rigid_residual: ``max |A - s R|`` over all bone matrices, ``s R`` what the dual quaternions hold
         (``BONE_DQ``: the stored rotation and scale; ``BONE_MATRIX``: its DQS part's; 0 for ``VERTEX``).
+    auto: the Auto data a bone texture carries (:mod:`.auto`; its rows: ``layout.auto_row_offset``), or
+        ``None``.
     """
 
     kind: Kind
@@ -40,6 +43,7 @@ class AnimationTexture:
     deform_factor: float | None = None
     non_rigid_residual: float = 0.0
     embedded_metadata: bool = False
+    auto: TextureAuto | None = None
 
     def channels(self) -> np.ndarray:
         """``(H, W, 4)`` float32 as a sampler (and Blender's ``Image.pixels``) sees the texture."""

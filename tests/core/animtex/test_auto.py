@@ -1,0 +1,206 @@
+"""Auto at runtime in bone textures (core/animtex/auto.py): the layout, the embedded table, the sidecar, and
+what the decoded data gives against the core evaluated on the rig itself, at stored frames and between."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+
+from hybrid_skin.core import animtex, autofactor
+from hybrid_skin.core.animtex import auto as texture_auto
+from hybrid_skin.core.animtex.crossfade import crossfade_bone_frames
+from hybrid_skin.core.animtex.decode import skin_with_bone_frames
+from hybrid_skin.core.animtex.header import EMBED_AUTO_INDEX, read_embedded
+from hybrid_skin.core.animtex.layout import Region
+from hybrid_skin.core.skinning import SkinBinding, bone_palette, skin
+from tests.support.auto_rig import CLIPS, auto_rig
+
+RIG = auto_rig()
+KINDS = ("BONE_MATRIX", "BONE_DQ")
+
+
+def clips() -> list[animtex.Clip]:
+    return [animtex.Clip(name, start, end, loop=loop) for name, start, end, loop in CLIPS]
+
+
+def encode(kind: str, precision: str, *, auto: bool = True, profile: str = "ROUND", **kwargs):
+    cs = clips()
+    frames = [np.arange(c.frame_count, dtype=np.float64) for c in cs]
+    matrices = [RIG.deform(i, f) for i, f in enumerate(frames)]
+    bake = None
+    if auto:
+        bones = [RIG.bone_data(i, f) for i, f in enumerate(frames)]
+        bake = texture_auto.AutoBake(profile, bones, RIG.vertex_rest().shape[1])
+    encoder = animtex.encode_bone_dq_animation if kind == "BONE_DQ" else animtex.encode_bone_matrix_animation
+    names = [f"b{i}" for i in range(len(RIG.rest))]
+    return encoder(
+        matrices, cs, names, bone_pivots=RIG.pivots, precision=animtex.Precision(precision), auto=bake,
+        **kwargs,
+    )  # fmt: skip
+
+
+def core_factors(clip: int, frame: float, profile: str = "ROUND") -> np.ndarray:
+    """The core's own Auto factors of the rig at a (fractional) frame: the truth."""
+    data = RIG.bone_data(clip, frame)[0]
+    shape = autofactor.ROUND_SHAPES[profile]
+    return autofactor.round_factors(data, RIG.bone_indices, RIG.weights, RIG.vertex_rest(), shape)
+
+
+def core_positions(clip: int, frame: float, factors: np.ndarray) -> np.ndarray:
+    deform = RIG.deform(clip, frame)[0]
+    binding = SkinBinding(RIG.bone_indices, RIG.weights, np.ones(len(RIG.positions), np.float32))
+    return skin(RIG.positions, binding, bone_palette(deform, RIG.rest), factors)[0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_auto_rows_leave_every_bone_texel_where_a_reader_finds_it(kind):
+    plain, with_auto = encode(kind, "PNG16", auto=False), encode(kind, "PNG16")
+    lay, lay_auto = plain.layout, with_auto.layout
+    assert plain.auto is None and lay.auto_row_offset == 0
+    assert (
+        lay_auto.auto_row_offset == lay.rows_per_frame and lay_auto.rows_per_frame == 2 * lay.rows_per_frame
+    )
+    assert (lay_auto.width, lay_auto.texels_per_item, lay_auto.items_per_row) == (
+        lay.width, lay.texels_per_item, lay.items_per_row
+    )  # fmt: skip
+    for c in range(len(plain.clips)):  # every band's bone rows hold the same codes as without Auto
+        for f in range(plain.clips[c].frame_count + 1):
+            a, b = lay.frame_rows(c, f), lay_auto.frame_rows(c, f)
+            np.testing.assert_array_equal(
+                plain.pixels[a : a + lay.rows_per_frame], with_auto.pixels[b : b + lay.rows_per_frame]
+            )
+        np.testing.assert_array_equal(
+            animtex.decode_values(plain, c, [0.0, 2.5]), animtex.decode_values(with_auto, c, [0.0, 2.5])
+        )
+    owner = lay_auto.locate(*np.meshgrid(np.arange(lay_auto.width), np.arange(lay_auto.height)))
+    auto_texels = owner.region == Region.AUTO
+    assert auto_texels.sum() == len(RIG.rest) * 2 * sum(c.frame_count + 1 for c in plain.clips)
+    assert set(np.unique(owner.slot[auto_texels])) == {0, 1}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_embedded_table_and_sidecar_describe_the_auto_data(kind):
+    tex = encode(kind, "PNG16", profile="KEEP_VOLUME")
+    block = read_embedded(tex.channels())
+    assert block["globals"][EMBED_AUTO_INDEX - 16] > 0
+    shape = autofactor.ROUND_SHAPES["KEEP_VOLUME"]
+    expected = [shape.width, shape.swing_exponent, shape.twist_weight, autofactor.ANGLE_EPSILON**2,
+                autofactor.QUARTER_TURN_SQ, tex.layout.auto_row_offset, 2, 4]  # fmt: skip
+    np.testing.assert_array_equal(block["auto"], np.float32(expected))
+    b = len(RIG.rest)
+    np.testing.assert_array_equal(block["auto_bones"][:, :8], tex.auto.decode_offset.reshape(b, 8))
+    np.testing.assert_array_equal(block["auto_bones"][:, 8:], tex.auto.decode_scale.reshape(b, 8))
+    assert read_embedded(encode(kind, "PNG16", auto=False).channels())["auto"] is None
+    meta = json.loads(animtex.dumps(animtex.build_metadata(tex)))
+    jsonschema.validate(meta, animtex.load_schema())
+    assert (
+        meta["auto"]["profile"] == "KEEP_VOLUME" and meta["auto"]["row_offset"] == tex.layout.auto_row_offset
+    )
+    assert meta["mesh_attributes"]["auto_rest"] == "animtex_auto_rest"
+    back = animtex.texture_from_metadata(meta, tex.pixels)
+    assert back.layout == tex.layout
+    for name in ("value_min", "value_max", "decode_offset", "decode_scale"):
+        np.testing.assert_array_equal(getattr(back.auto, name), getattr(tex.auto, name))
+    np.testing.assert_array_equal(
+        texture_auto.decode_auto(back, 0, [3.5]), texture_auto.decode_auto(tex, 0, [3.5])
+    )
+    plain = json.loads(animtex.dumps(animtex.build_metadata(encode(kind, "PNG16", auto=False))))
+    assert "auto" not in plain and "auto_rest" not in plain["mesh_attributes"]
+    assert animtex.texture_from_metadata(plain, encode(kind, "PNG16", auto=False).pixels).auto is None
+
+
+def test_auto_needs_a_round_profile_and_a_bone_kind():
+    with pytest.raises(ValueError, match="round Auto profiles"):
+        texture_auto.AutoBake("JOINT", [RIG.bone_data(0, [0.0])], 4)
+    with pytest.raises(ValueError, match="carries no Auto"):
+        texture_auto.decode_auto(encode("BONE_DQ", "PNG16", auto=False), 0, [0.0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("precision", ["PNG8", "PNG16", "EXR16", "EXR32"])
+def test_the_rest_pose_gives_factor_one(kind, precision):
+    """A clip holding the rest pose beside a moving one: twist and swing are stored with the signed mapping,
+    so in PNG zero decodes to zero and f = 1 exactly, as the core has it at rest; EXR centres each range, so
+    zero is within its error bound."""
+    cs = [clips()[0], animtex.Clip("rest", 1, 1)]
+    frames = np.arange(cs[0].frame_count, dtype=np.float64)
+    matrices = [RIG.deform(0, frames), np.tile(np.eye(4), (1, len(RIG.rest), 1, 1))]
+    bones = [RIG.bone_data(0, frames), np.zeros((1, len(RIG.rest), autofactor.BONE_DATA_WIDTH))]
+    bake = texture_auto.AutoBake("ROUND", bones, 4)
+    encoder = animtex.encode_bone_dq_animation if kind == "BONE_DQ" else animtex.encode_bone_matrix_animation
+    names = [f"b{i}" for i in range(len(RIG.rest))]
+    tex = encoder(
+        matrices, cs, names, bone_pivots=RIG.pivots, precision=animtex.Precision(precision), auto=bake
+    )
+    data = texture_auto.decode_auto(tex, 1, [0.0])
+    factors = texture_auto.texture_factors(tex, data, RIG.bone_indices, RIG.weights, RIG.vertex_rest())
+    if precision.startswith("PNG"):
+        np.testing.assert_array_equal(data[..., :4], 0.0)
+        np.testing.assert_array_equal(factors, 1.0)
+    else:
+        np.testing.assert_allclose(factors, 1.0, rtol=0, atol=1e-5)
+
+
+#: Largest |f_runtime - f_core| at stored frames per precision (float32 and quantisation of the data).
+STORED_TOL = {"PNG8": 0.2, "PNG16": 2e-3, "EXR16": 2e-2, "EXR32": 2e-5}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("precision", list(STORED_TOL))
+def test_decoded_auto_gives_the_core_factors(kind, precision):
+    tex = encode(kind, precision)
+    rest = RIG.vertex_rest()
+    worst = {"frames": 0.0, "mid_frames": 0.0}
+    for c, clip in enumerate(tex.clips):
+        data = texture_auto.decode_auto(tex, c, np.arange(clip.frame_count, dtype=np.float64))
+        truth = RIG.bone_data(c, np.arange(clip.frame_count))
+        bound = animtex.error_bound(
+            tex.auto.value_min,
+            tex.auto.value_max,
+            tex.auto.decode_offset,
+            tex.auto.decode_scale,
+            tex.precision,
+        ).reshape(-1, 8)
+        assert np.all(np.abs(data - truth) <= bound[None] * 1.001 + 1e-7)
+        mids = animtex.mid_samples(clip.frame_count, clip.loop)
+        for name, samples in (
+            ("frames", np.arange(clip.frame_count, dtype=np.float64)),
+            ("mid_frames", mids),
+        ):
+            got = texture_auto.texture_factors(
+                tex, texture_auto.decode_auto(tex, c, samples), RIG.bone_indices, RIG.weights, rest
+            )
+            want = np.stack([core_factors(c, s % clip.frame_count if clip.loop else s) for s in samples])
+            worst[name] = max(worst[name], float(np.abs(got - want).max()))
+    print(f"{kind} {precision}: |f - f_core| stored {worst['frames']:.3g}, halfway {worst['mid_frames']:.3g}")
+    assert worst["frames"] <= STORED_TOL[precision]
+    assert worst["mid_frames"] <= 0.25  # interpolation of the data, not of the pose: measured, bounded
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_auto_skins_like_the_core_at_stored_frames(kind):
+    """EXR32: the decoded bones and Auto data skin as the core skins the rig with its own Auto factors."""
+    tex = encode(kind, "EXR32")
+    extent = np.abs(RIG.positions).max()
+    for c, clip in enumerate(tex.clips):
+        samples = np.arange(clip.frame_count, dtype=np.float64)
+        frames = animtex.decode_bone_frames(tex, c, samples)
+        factors = texture_auto.texture_factors(
+            tex, texture_auto.decode_auto(tex, c, samples), RIG.bone_indices, RIG.weights, RIG.vertex_rest()
+        )
+        got, _ = skin_with_bone_frames(frames, RIG.positions, RIG.bone_indices, RIG.weights, factors)
+        for s in range(len(samples)):
+            want = core_positions(c, s, core_factors(c, s))
+            np.testing.assert_allclose(got[s], want, rtol=0, atol=2e-5 * extent)
+
+
+def test_crossfade_lerps_the_auto_data_with_exact_ends():
+    tex = encode("BONE_DQ", "PNG16")
+    a, b = texture_auto.decode_auto(tex, 0, [3.5]), texture_auto.decode_auto(tex, 1, [2.0])
+    for w, want in ((0.0, a), (1.0, b), (0.25, a + np.float32(0.25) * (b - a))):
+        np.testing.assert_array_equal(texture_auto.crossfade_auto(tex, 0, 3.5, 1, 2.0, w), want)
+    frames = crossfade_bone_frames(tex, 0, [3.5], 1, [2.0], 0.25)  # the bones fade the same way
+    assert frames.matrices.shape[:2] == (1, len(RIG.rest))
