@@ -16,6 +16,9 @@ report in :mod:`..core.animtex.verify`, the files and mesh data in :mod:`.files`
 3. **Encoding** (:mod:`.core.animtex`): VERTEX stores each vertex's offset from the mesh's own
    coordinates (what an engine has) and its normal, all meshes in one texture; bone kinds store the
    palette's skinning matrices ``inv(T2A) @ deform @ T2A`` in mesh space, pivots at the rest heads.
+   A bone bake of meshes in factor mode Auto (a round profile, ``runtime_auto``) also stores each palette
+   bone's Auto data per frame and each vertex's Auto rest data (:mod:`..core.animtex.auto`): runtimes
+   compute Auto per vertex; the truth is then the add-on's skinning with its Auto factors.
 4. **Error report**: the texture is decoded as the shaders do and compared with the truth at every
    stored and halfway frame, in scene units (world space) and in % of the truth's bounding-box
    diagonal. With a tolerance, the cheapest (frame step, precision) within it is picked from the
@@ -38,6 +41,7 @@ import numpy as np
 
 from ..core.animtex import (
     AnimationTexture,
+    AutoBake,
     Clip,
     Kind,
     Precision,
@@ -51,6 +55,7 @@ from ..core.animtex import (
     root_motion_track,
     verify,
 )
+from ..core.animtex.auto import vertex_floats
 from ..core.animtex.samples import (
     FrameSample,
     Samples,
@@ -66,8 +71,8 @@ from . import palette
 from .corners import CornerItems
 from .export import check_names, export_meshes
 from .files import (
-    BONE_ATTRIBUTES,
     VERTEX_ATTRIBUTES,
+    bone_attributes,
     check_directory,
     check_mesh_data,
     write_files,
@@ -121,14 +126,6 @@ class TextureBake:
             check_mesh_data(self.parts, self.kind)  # refused before anything is written
         for part in self.parts:  # a bad number or mode, or a missing factor group: refused before sampling
             self._factor(part.obj)
-        if options.export_gltf:  # before anything is written: the export's names must be free
-            check_names(
-                self.parts,
-                list((VERTEX_ATTRIBUTES if self.kind is Kind.VERTEX else BONE_ATTRIBUTES).values()),
-            )
-        # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
-        self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
-        self.samples: Samples = {}
         self.warnings: list[str] = [
             f"Action '{a.name}' keys none of the bones of '{self.armature.name}': "
             "its clip holds still (the bones as the scene poses them)"
@@ -137,6 +134,13 @@ class TextureBake:
         ]
         if (left_out := rigid_warning(self.armature, self.scene)) is not None:
             self.warnings.append(left_out)
+        #: The round Auto profile a bone texture carries (its meshes in factor mode Auto), else None.
+        self.auto_profile = self._runtime_auto()
+        if options.export_gltf:  # before anything is written: the export's names must be free
+            check_names(self.parts, self._attributes()[1])
+        # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
+        self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
+        self.samples: Samples = {}
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
         # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it),
@@ -175,6 +179,47 @@ class TextureBake:
             return float(self.options.deform_factor)
         return factor.global_value(self.parts[0].obj)
 
+    def _runtime_auto(self) -> str | None:
+        """The Auto profile a bone texture carries: its meshes' own when every one is in factor mode Auto
+        (or the bake's ``factor_mode`` is) with one round profile; else ``None``, and where some mesh is in
+        Auto a warning says why the texture plays one runtime factor instead."""
+        if self.kind is Kind.VERTEX or not self.options.runtime_auto:
+            return None
+        modes = self._factor_modes()
+        if "AUTO" not in modes:
+            return None
+        named = [(p.obj.name, mode, bind.auto_profile(p.obj)) for p, mode in zip(self.parts, modes)]
+        plays = "the texture plays one runtime factor"
+        other = next((n for n, mode, _ in named if mode != "AUTO"), None)
+        if other is not None:
+            auto = next(n for n, mode, _ in named if mode == "AUTO")
+            self.warnings.append(
+                f"'{auto}' is in factor mode Auto but '{other}' is not: a bone texture carries Auto for all "
+                f"its meshes or none, so {plays} (set both to Auto, or bake with --factor-mode AUTO)"
+            )
+            return None
+        joint = next((n for n, _, profile in named if profile == "JOINT"), None)
+        if joint is not None:
+            self.warnings.append(
+                f"'{joint}' uses Auto's Per Joint (0.1) profile, which runtimes do not compute: {plays} "
+                "(choose Round or Keep Volume to carry Auto)"
+            )
+            return None
+        profiles = {profile for _, _, profile in named}
+        if len(profiles) > 1:
+            self.warnings.append(
+                f"The meshes use different Auto profiles ({', '.join(sorted(profiles))}): a bone texture "
+                f"carries one, so {plays} (choose one profile for all)"
+            )
+            return None
+        return profiles.pop()
+
+    def _attributes(self) -> tuple[dict[str, str], list[str]]:
+        """The sidecar's ``mesh_attributes`` and every attribute the bake writes on the meshes."""
+        if self.kind is Kind.VERTEX:
+            return dict(VERTEX_ATTRIBUTES), list(VERTEX_ATTRIBUTES.values())
+        return bone_attributes(vertex_floats() if self.auto_profile else 0)
+
     def _factor_modes(self) -> list[str]:
         """Each mesh's factor mode: the option's, else the object's own (Global without settings)."""
         own = [getattr(object_settings(p.obj), "factor_mode", "GLOBAL") for p in self.parts]
@@ -182,7 +227,10 @@ class TextureBake:
 
     def factor_record(self) -> dict:
         """The sidecar's ``deform_factor`` mode and source: what the texture plays and where it came from."""
-        modes = set(self._factor_modes()) if self.kind is Kind.VERTEX else {"GLOBAL"}
+        if self.kind is Kind.VERTEX:
+            modes = set(self._factor_modes())
+        else:
+            modes = {"AUTO" if self.auto_profile else "GLOBAL"}
         given = self.options.deform_factor is not None or self.options.factor_mode is not None
         return {"mode": modes.pop() if len(modes) == 1 else "MIXED", "source": "bake" if given else "object"}
 
@@ -215,10 +263,13 @@ class TextureBake:
         bones = self.kind is not Kind.VERTEX
         with self._phase(phase):
             binds = self._binds(depsgraph)
+        auto = self.auto_profile is not None
         with self._phase("truth" if bones else phase):
             posed = [b.posed(depsgraph) for b in binds]
             for part, pose in zip(self.parts, posed):
-                wanted = self._factor(part.obj, pose.bind, self.bone_factor if bones else None)
+                # bone kinds: the runtime factor, or with Auto the core's Auto factors (the mode is Auto)
+                override = self.bone_factor if bones and not auto else None
+                wanted = self._factor(part.obj, pose.bind, override)
                 factors.append(wanted.values(pose))
                 if bones:  # the report's worst over every runtime factor: also at factors 0 and 1
                     p, n, ends = pose.skin_with_ends(factors[-1])
@@ -237,12 +288,22 @@ class TextureBake:
             return FrameSample(item_positions, item_normals, None, world), factors
         join = np.concatenate if len(self.parts) > 1 else (lambda arrays: arrays[0])
         ends = np.concatenate(extremes, axis=1)
-        return FrameSample(join(positions), join(normals), matrices, world, ends), factors
+        sample = FrameSample(join(positions), join(normals), matrices, world, ends)
+        if auto:
+            with self._phase(phase):
+                bones_data = posed[0].auto_bone_data(self.auto_profile).bones
+                if self.rest_bone:  # the identity bone: no twist, no swing
+                    bones_data = np.concatenate([bones_data, np.zeros((1, bones_data.shape[1]), np.float32)])
+            sample.auto_bones, sample.auto_factors = bones_data, join(factors)
+        return sample, factors
 
     def _prepare_bones(self, depsgraph) -> None:
         """Palette names, pivots and per-vertex influences (bone kinds), checked at the start frame."""
         posed = [b.posed(depsgraph) for b in self._binds(depsgraph)]
         prepared = palette.prepare(self.armature.name, self.parts, posed)
+        if self.auto_profile is not None:  # each vertex's Auto rest data, in the armature's rest space
+            for part, pose in zip(self.parts, posed):
+                part.auto_rest = pose.bind.auto_rest(pose.target_to_armature)
         self.bone_names, self.bone_pivots, self.rest_bone = (
             prepared.names,
             prepared.pivots,
@@ -272,7 +333,8 @@ class TextureBake:
             sample, factors = self._evaluate(depsgraph, phase)
             if self._oracle.due():  # Blender's own evaluation here: the gap the report adds
                 with self._phase("truth"):
-                    sample.oracle = self._oracle.measure(sample, factors, self.bone_factor)
+                    runtime = None if self.auto_profile else self.bone_factor  # Auto: the samples' factors
+                    sample.oracle = self._oracle.measure(sample, factors, runtime)
             self.samples[key] = sample
             self._diagonal = None
             yield min(0.9, 0.9 * len(self.samples) / self._planned)
@@ -372,12 +434,17 @@ class TextureBake:
                 )
             encoder = encode_bone_dq_animation if self.kind is Kind.BONE_DQ else encode_bone_matrix_animation
             matrices = [self._stack(ci, f, "matrices") for ci, f in enumerate(frames)]
+            auto = None
+            if self.auto_profile is not None:
+                data = [self._stack(ci, f, "auto_bones") for ci, f in enumerate(frames)]
+                auto = AutoBake(self.auto_profile, data, self.parts[0].auto_rest.shape[1])
             return encoder(
                 matrices,
                 clips,
                 self.bone_names,
                 bone_pivots=self.bone_pivots,
                 deform_factor=self.bone_factor,
+                auto=auto,
                 **kwargs,
             )
         except ValueError as err:
@@ -408,7 +475,8 @@ class TextureBake:
                 bone_factor=self.bone_factor,
                 rest_items=self._rest_items,
             )
-        report["deform_factor"] = None if self.kind is Kind.VERTEX else self.bone_factor
+        # VERTEX: baked in; Auto: the runtime's Auto factors (report["auto"])
+        report["deform_factor"] = None if self.kind is Kind.VERTEX or self.auto_profile else self.bone_factor
         return with_oracle_gap(report, texture, self.samples)
 
     def encoding_bound(self, texture: AnimationTexture) -> float:
@@ -464,7 +532,7 @@ class TextureBake:
         return float(np.linalg.norm(world[:3, :3], 2))
 
     def _write(self, texture: AnimationTexture, report: dict, tried: tuple) -> BakeResult:
-        attributes = VERTEX_ATTRIBUTES if self.kind is Kind.VERTEX else BONE_ATTRIBUTES
+        attributes, written = self._attributes()
         ext = ".png" if texture.precision.normalized else ".exr"
         image_path = os.path.join(self.directory, self.stem + ext)
         json_path = os.path.join(self.directory, self.stem + ".json")
@@ -504,7 +572,7 @@ class TextureBake:
                     stacks = [self._stack(i, c.sample_frames(), "matrices") for i, c in enumerate(clips)]
                     babylon = (clips, stacks)
                 gltf_path, babylon_path = export_meshes(
-                    self.parts, os.path.join(self.directory, self.stem), list(attributes.values()),
+                    self.parts, os.path.join(self.directory, self.stem), written,
                     None if self.kind is Kind.VERTEX else self.bone_names, babylon,
                 )  # fmt: skip
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}

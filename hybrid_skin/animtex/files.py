@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import bridge
 from ..core.animtex import AnimationTexture, Kind, Precision, png
-from ..core.animtex.metadata import DEFAULT_MESH_ATTRIBUTES
+from ..core.animtex.metadata import DEFAULT_MESH_ATTRIBUTES, auto_rest_attributes
 from ..errors import HybridSkinError
 from ..rig import checks
 from .scene import MeshPart
@@ -26,6 +26,7 @@ __all__ = [
     "BONE_ATTRIBUTES",
     "PNG_COMPRESSION",
     "VERTEX_ATTRIBUTES",
+    "bone_attributes",
     "check_directory",
     "read_image",
     "write_files",
@@ -34,6 +35,16 @@ __all__ = [
 
 VERTEX_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("texel_index", "texel_uv", "corner_index")}
 BONE_ATTRIBUTES = {k: DEFAULT_MESH_ATTRIBUTES[k] for k in ("bone_indices", "bone_weights")}
+
+
+def bone_attributes(auto_floats: int = 0) -> tuple[dict[str, str], list[str]]:
+    """A bone bake's ``mesh_attributes`` and the names of every attribute it writes: with
+    ``auto_floats`` floats of Auto rest data per vertex, also ``auto_rest`` (4 floats an attribute)."""
+    if not auto_floats:
+        return dict(BONE_ATTRIBUTES), list(BONE_ATTRIBUTES.values())
+    name = DEFAULT_MESH_ATTRIBUTES["auto_rest"]
+    attributes = {**BONE_ATTRIBUTES, "auto_rest": name}
+    return attributes, [*BONE_ATTRIBUTES.values(), *auto_rest_attributes(name, auto_floats)]
 
 
 def _not_writable(folder: str, err: OSError) -> HybridSkinError:
@@ -195,8 +206,9 @@ def write_mesh_data(
     part: MeshPart, texture: AnimationTexture, corner_items: np.ndarray | None = None
 ) -> None:
     """Texel index per vertex, item per face corner and UV map (VERTEX), or palette indices + weights
-    per vertex (bone kinds). ``corner_items`` ``(C,)``: each corner's item (its corner normal group's,
-    :mod:`.corners`); the vertex's own item where not given."""
+    per vertex (bone kinds; with Auto also each vertex's Auto rest data, 4 floats an attribute).
+    ``corner_items`` ``(C,)``: each corner's item (its corner normal group's, :mod:`.corners`); the vertex's
+    own item where not given."""
     mesh = part.obj.data
     if texture.kind is not Kind.VERTEX:
         indices = part.bone_indices.astype(np.float32)
@@ -204,6 +216,14 @@ def write_mesh_data(
         bridge.set_attribute(
             mesh, BONE_ATTRIBUTES["bone_weights"], "FLOAT_COLOR", "POINT", "color", part.bone_weights
         )
+        if texture.auto is not None:
+            rest = np.asarray(part.auto_rest, dtype=np.float32)
+            names = auto_rest_attributes(DEFAULT_MESH_ATTRIBUTES["auto_rest"], rest.shape[1])
+            padded = np.zeros((len(rest), 4 * len(names)), np.float32)
+            padded[:, : rest.shape[1]] = rest
+            for i, name in enumerate(names):
+                chunk = np.ascontiguousarray(padded[:, 4 * i : 4 * i + 4])
+                bridge.set_attribute(mesh, name, "FLOAT_COLOR", "POINT", "color", chunk)
         return
     items = np.arange(part.start, part.stop, dtype=np.int32)
     bridge.set_attribute(mesh, VERTEX_ATTRIBUTES["texel_index"], "INT", "POINT", "value", items)

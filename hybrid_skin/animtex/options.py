@@ -163,6 +163,13 @@ class BakeOptions:
         description="A factor mode instead of each object's own (VERTEX bakes it in)",
         cli="--factor-mode", ui=False, items=FACTOR_MODES,
     )
+    runtime_auto: bool = _option(
+        True, label="Auto at Runtime",
+        description="Bone kinds whose meshes are in factor mode Auto (Round or Keep Volume; their own or "
+        "--factor-mode AUTO): also store Auto's per-bone data in the texture and each vertex's Auto rest "
+        "data on the mesh, so runtimes compute Auto per vertex (off: one runtime factor)",
+        cli="--no-runtime-auto", cli_off=True,
+    )
     png_compression: int = _option(
         PNG_COMPRESSION, label="PNG Compression", description="Blender's PNG compression in percent",
         ui=False, minimum=0, maximum=100, recorded=False,

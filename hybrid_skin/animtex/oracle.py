@@ -76,10 +76,11 @@ class OracleGap:
         return due
 
     def measure(
-        self, sample: FrameSample, factors: Sequence[float | np.ndarray], bone_factor: float
+        self, sample: FrameSample, factors: Sequence[float | np.ndarray], bone_factor: float | None
     ) -> np.ndarray:
         """The gap at this sample (scene units), Blender evaluated now: ``[at the report's factor]``
-        (VERTEX: each mesh's baked factors) or, bone kinds, ``[at bone_factor, at 0, at 1]``."""
+        (VERTEX: each mesh's baked factors) or, bone kinds, ``[at bone_factor, at 0, at 1]``; a bone bake
+        carrying Auto passes ``bone_factor`` ``None``: its report's factor is each mesh's Auto ``factors``."""
         lbs, dqs = blender_skins(self.parts)
         worst = np.zeros(3 if self.bones else 1)
         for i, part in enumerate(self.parts):
@@ -88,7 +89,8 @@ class OracleGap:
             if lbs[i].shape != (part.stop - part.start, 3):  # Blender's output is not vertex for vertex
                 continue
             lo, hi = lbs[i].astype(np.float64), dqs[i].astype(np.float64)
-            f = bone_factor if self.bones else np.asarray(factors[i], dtype=np.float64)
+            own = not self.bones or bone_factor is None
+            f = np.asarray(factors[i], dtype=np.float64) if own else bone_factor
             f = np.reshape(f, (-1, 1)) if np.ndim(f) else float(f)
             truths = [(sample.positions[span], lo + f * (hi - lo))]
             if self.bones:

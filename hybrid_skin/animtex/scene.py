@@ -60,6 +60,7 @@ class MeshPart:
     start: int  # first item of this mesh in a VERTEX texture
     bone_indices: np.ndarray | None = None  # (N, 4) palette indices (bone kinds)
     bone_weights: np.ndarray | None = None  # (N, 4)
+    auto_rest: np.ndarray | None = None  # (N, 4) Auto rest data (bone kinds carrying Auto)
 
     @property
     def stop(self) -> int:

@@ -9,6 +9,7 @@ the error against the rig and picks the cheapest encoding within a tolerance. Mo
 object itself (root motion) is not in the texture: :mod:`.root_motion` writes it as a per-clip track.
 """
 
+from .auto import AutoBake, TextureAuto
 from .decode import (
     BoneFrames,
     decode_bone_frames,
@@ -48,11 +49,13 @@ __all__ = [
     "FORMAT_VERSION",
     "TEXELS_PER_ITEM",
     "AnimationTexture",
+    "AutoBake",
     "BoneFrames",
     "Clip",
     "EncodingChoice",
     "Kind",
     "Precision",
+    "TextureAuto",
     "TextureLayout",
     "build_metadata",
     "choose_encoding",

@@ -40,6 +40,7 @@ from ..autofactor import (
     ROUND_SHAPES,
     RoundShape,
     round_factors,
+    vertex_geometry,
 )
 from .layout import AUTO_SLOTS, frame_pair
 from .quantize import channel_values, decode_channels
@@ -54,6 +55,7 @@ __all__ = [
     "decode_auto",
     "frame_auto",
     "texture_factors",
+    "vertex_floats",
 ]
 
 #: The profiles a bone texture can carry (the round ones; "JOINT", Auto 0.1, is for old files only).
@@ -116,6 +118,14 @@ class TextureAuto:
         hi = np.max([d.max(axis=0) for d in bake.bones], axis=0).reshape(-1, AUTO_SLOTS, 4)
         symmetric = np.broadcast_to(_SYMMETRIC, lo.shape)
         return lo.astype(np.float64), hi.astype(np.float64), symmetric
+
+
+def vertex_floats() -> int:
+    """Floats of Auto rest data per vertex: the columns :func:`..autofactor.vertex_geometry` gives (asked
+    of one vertex, so the attributes a bake writes follow the rest data wherever the core takes it)."""
+    one = np.ones((1, 1))
+    rest = vertex_geometry(np.zeros((1, 3)), np.zeros((1, 1), np.int32), one, np.eye(4)[None], one[0])
+    return int(rest.shape[1])
 
 
 # ---------------------------------------------------------------------------------------------- decode

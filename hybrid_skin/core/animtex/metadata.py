@@ -31,6 +31,7 @@ from .texture import AnimationTexture
 
 __all__ = [
     "DEFAULT_MESH_ATTRIBUTES",
+    "auto_rest_attributes",
     "ORIGIN",
     "UNKEYED_BONES",
     "import_settings",
@@ -59,6 +60,12 @@ DEFAULT_MESH_ATTRIBUTES = {
     # attribute; more floats continue in "<name>_1", "<name>_2", ... (sidecar auto.vertex_floats)
     "auto_rest": "animtex_auto_rest",
 }
+
+def auto_rest_attributes(name: str, vertex_floats: int) -> list[str]:
+    """The attributes holding ``vertex_floats`` floats of Auto rest data per vertex, 4 per attribute:
+    ``name``, then ``name_1``, ``name_2``, ... (the last one padded with zeros)."""
+    return [name if i == 0 else f"{name}_{i}" for i in range(-(-int(vertex_floats) // 4))]
+
 
 #: The ``auto`` block's description of how a runtime computes the factor (shaders/FORMAT.md section 9).
 AUTO_FORMULA = (

@@ -30,6 +30,10 @@ class FrameSample:
     #: Scene units between the truth and Blender's own evaluation at this frame, where the bake measured
     #: it (``[at the report's factor]``, bone kinds ``[at it, at 0, at 1]``); ``None`` where it did not.
     oracle: np.ndarray | None = None
+    #: Bone kinds carrying Auto (:mod:`.auto`): ``(B, 8)`` the palette's Auto bone data at this frame
+    #: (what the texture stores) and ``(N_total,)`` the core's Auto factors the truth was skinned with.
+    auto_bones: np.ndarray | None = None
+    auto_factors: np.ndarray | None = None
 
 
 #: The deform factors at which the bone kinds' error is also measured: positions are affine in the

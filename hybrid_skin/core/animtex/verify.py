@@ -21,6 +21,7 @@ import numpy as np
 
 from ..skinning import SkinBinding, skin, skin_with_ends
 from ..small_linalg import squared_lengths
+from .auto import decode_auto, texture_factors
 from .decode import (
     bone_frame_palette,
     decode_bone_frames,
@@ -53,7 +54,8 @@ DECODE_CHUNK = 1 << 18
 
 class BakedPart(Protocol):
     """One baked mesh: its own coordinates and normals, its slice ``start:stop`` of the concatenated
-    items, and (bone kinds) its 4 palette indices and weights per vertex."""
+    items, (bone kinds) its 4 palette indices and weights per vertex and, where the texture carries Auto,
+    each vertex's Auto rest data (:func:`..autofactor.vertex_geometry`)."""
 
     base: np.ndarray
     normals: np.ndarray
@@ -61,6 +63,7 @@ class BakedPart(Protocol):
     stop: int
     bone_indices: np.ndarray | None
     bone_weights: np.ndarray | None
+    auto_rest: np.ndarray | None
 
 
 def scene_diagonal(parts: list[BakedPart], sampled: Samples) -> float:
@@ -101,14 +104,15 @@ def decode(
 
     Bone kinds skin each decoded sample with :func:`..skinning.skin` on the palette of
     :func:`.decode.bone_frame_palette`: the same hybrid formulas as the shader's
-    reference :func:`.decode.skin_with_bone_frames`, in float32 like the GPU.
+    reference :func:`.decode.skin_with_bone_frames`, in float32 like the GPU; a texture that carries
+    Auto is skinned with its runtime Auto factors (:func:`.auto.texture_factors`), ``bone_factor`` unused.
     """
     samples = np.atleast_1d(np.asarray(samples, dtype=np.float64))
     if texture.kind is Kind.VERTEX:
         return decode_vertex_frames(texture, _vertex_rest(parts, rest_items), clip, samples)
     bindings = [_report_binding(p) for p in parts]
     skinned = list(_skinned(texture, parts, bindings, clip, samples, bone_factor))
-    return np.stack([p for p, _, _ in skinned]), np.stack([n for _, n, _ in skinned])
+    return np.stack([s[0] for s in skinned]), np.stack([s[1] for s in skinned])
 
 
 def _skinned(
@@ -119,26 +123,36 @@ def _skinned(
     samples: np.ndarray,
     bone_factor: float,
     ends: bool = False,
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
     """Positions and normals ``(N, 3)`` of all parts at each of ``samples`` of a bone texture (one
     part: :func:`..skinning.skin`'s own float32 arrays, not copied); ``ends``: also the positions at
-    :data:`.samples.EXTREME_FACTORS` ``(2, N, 3)`` from the same blend (else ``None``)."""
+    :data:`.samples.EXTREME_FACTORS` ``(2, N, 3)`` from the same blend (else ``None``); and, for a
+    texture that carries Auto, the runtime's Auto factors ``(N,)`` it skinned with (else ``None``)."""
     frames = decode_bone_frames(texture, clip, samples)
+    auto_data = decode_auto(texture, clip, samples) if texture.auto is not None else None
     for s in range(len(samples)):
         palette = bone_frame_palette(frames, s)
-        if ends:
-            got = [
-                skin_with_ends(p.base, b, palette, bone_factor, p.normals) for p, b in zip(parts, bindings)
+        factors = [bone_factor] * len(parts)
+        if auto_data is not None:
+            factors = [
+                texture_factors(texture, auto_data[s : s + 1], p.bone_indices, p.bone_weights, p.auto_rest)[0]
+                for p in parts
             ]
-        else:
-            got = [(*skin(p.base, b, palette, bone_factor, p.normals), None) for p, b in zip(parts, bindings)]
+        got = []
+        for p, b, f in zip(parts, bindings, factors):
+            if ends:
+                got.append(skin_with_ends(p.base, b, palette, f, p.normals))
+            else:
+                got.append((*skin(p.base, b, palette, f, p.normals), None))
+        used = None if auto_data is None else (factors[0] if len(parts) == 1 else np.concatenate(factors))
         if len(got) == 1:
-            yield got[0]
+            yield (*got[0], used)
         else:
             yield (
-                np.concatenate([p for p, _, _ in got]),
-                np.concatenate([n for _, n, _ in got]),
-                np.concatenate([e for _, _, e in got], axis=1) if ends else None,
+                np.concatenate([g[0] for g in got]),
+                np.concatenate([g[1] for g in got]),
+                np.concatenate([g[2] for g in got], axis=1) if ends else None,
+                used,
             )
 
 
@@ -183,8 +197,8 @@ def _vertex_rest(parts: list[BakedPart], rest_items: np.ndarray | None) -> np.nd
 
 def _vertex_samples(
     texture: AnimationTexture, parts: list[BakedPart], clip: int, rest_items: np.ndarray | None = None
-) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, None]]:
-    """``(name, index, positions, normals, None)`` of a ``VERTEX`` texture at every stored frame and
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, None, None]]:
+    """``(name, index, positions, normals, None, None)`` of a ``VERTEX`` texture at every stored frame and
     every halfway sample, interleaved so that each frame band is decoded once (the values :func:`decode`
     gives)."""
     c = texture.clips[clip]
@@ -193,14 +207,14 @@ def _vertex_samples(
     for kind, j, positions, normals in stream_vertex_frames(
         texture, base, clip, mid_samples(c.frame_count, c.loop)
     ):
-        yield names[kind], j, positions, normals, None
+        yield names[kind], j, positions, normals, None, None
 
 
 def _bone_samples(
     texture: AnimationTexture, parts: list[BakedPart], clip: int, bone_factor: float, ends: bool
-) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, np.ndarray | None]]:
-    """``(name, index, positions, normals, ends)`` of a bone texture at every stored frame, then every
-    halfway sample, a few palettes decoded at a time (``ends``: see :func:`_skinned`)."""
+) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
+    """``(name, index, positions, normals, ends, auto factors)`` of a bone texture at every stored frame,
+    then every halfway sample, a few palettes decoded at a time (``ends``, factors: see :func:`_skinned`)."""
     c = texture.clips[clip]
     step = max(1, DECODE_CHUNK // sum(len(p.base) for p in parts))
     bindings = [_report_binding(p) for p in parts]
@@ -241,7 +255,9 @@ def bake_report(
     still adds its batches in frame order, stored frames before halfway ones, so the sums are the same.
     Bone kinds whose samples carry the truth at :data:`EXTREME_FACTORS` are also measured there
     (``by_deform_factor``): positions are affine in the factor, so each decoded sample is skinned once
-    and its two terms are the playback at factors 0 and 1.
+    and its two terms are the playback at factors 0 and 1. A texture that carries Auto is measured with
+    its runtime Auto factors against the truth skinned with the core's (the samples' ``auto_factors``),
+    and ``auto`` gives the distance between the two factors.
     """
     bones = texture.kind is not Kind.VERTEX
     ends = bones and all(s.extremes is not None for s in sampled.values())
@@ -249,6 +265,8 @@ def bake_report(
         {name: ErrorAccumulator(keep_batches=True) for name in ("frames", "mid_frames")}
         for _ in EXTREME_FACTORS
     ]
+    auto = texture.auto is not None
+    factor_errors = {name: ErrorAccumulator(keep_batches=True) for name in ("frames", "mid_frames")}
     clips = []
     for ci, clip in enumerate(texture.clips):
         frames = dict(zip(("frames", "mid_frames"), clip_frames(clip)))
@@ -258,8 +276,12 @@ def bake_report(
             decoded = _bone_samples(texture, parts, ci, bone_factor, ends)
         else:
             decoded = _vertex_samples(texture, parts, ci, rest_items)
-        for name, j, got_p, got_n, got_ends in decoded:
+        for name, j, got_p, got_n, got_ends, got_factors in decoded:
             truth = sampled[(ci, frame_key(frames[name][j]))]
+            if auto:
+                if truth.auto_factors is None:
+                    raise ValueError("the texture carries Auto: the samples need the core's Auto factors")
+                factor_errors[name].add(np.abs(got_factors - truth.auto_factors))
             for i, p in enumerate(parts):
                 part = slice(p.start, p.stop)
                 linear = truth.world[i, :3, :3]
@@ -278,6 +300,10 @@ def bake_report(
             }
         )
     report = error_report(clips, diagonal=diagonal, encoding_bound=encoding_bound(texture, parts, sampled))
+    if auto:
+        factor_errors["overall"] = ErrorAccumulator.chain(*factor_errors.values())
+        stats = {name: acc.stats() if acc.count else None for name, acc in factor_errors.items()}
+        report["auto"] = {"profile": texture.auto.profile, "factor": stats}
     if ends:
         report["by_deform_factor"] = _extreme_stats(extreme, diagonal)
         worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]

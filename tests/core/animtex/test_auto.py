@@ -4,6 +4,8 @@ what the decoded data gives against the core evaluated on the rig itself, at sto
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -11,11 +13,15 @@ import pytest
 
 from hybrid_skin.core import animtex, autofactor
 from hybrid_skin.core.animtex import auto as texture_auto
+from hybrid_skin.core.animtex import png
 from hybrid_skin.core.animtex.crossfade import crossfade_bone_frames
 from hybrid_skin.core.animtex.decode import skin_with_bone_frames
 from hybrid_skin.core.animtex.header import EMBED_AUTO_INDEX, read_embedded
 from hybrid_skin.core.animtex.layout import Region
-from hybrid_skin.core.skinning import SkinBinding, bone_palette, skin
+from hybrid_skin.core.animtex.samples import FrameSample, clip_frames, frame_key
+from hybrid_skin.core.animtex.verify import bake_report, scene_diagonal
+from hybrid_skin.core.skinning import SkinBinding, bone_palette, skin, skin_with_ends
+from tests.engines import synthetic
 from tests.support.auto_rig import CLIPS, auto_rig
 
 RIG = auto_rig()
@@ -204,3 +210,84 @@ def test_crossfade_lerps_the_auto_data_with_exact_ends():
         np.testing.assert_array_equal(texture_auto.crossfade_auto(tex, 0, 3.5, 1, 2.0, w), want)
     frames = crossfade_bone_frames(tex, 0, [3.5], 1, [2.0], 0.25)  # the bones fade the same way
     assert frames.matrices.shape[:2] == (1, len(RIG.rest))
+
+
+@dataclass
+class Part:
+    base: np.ndarray
+    normals: np.ndarray
+    start: int
+    stop: int
+    bone_indices: np.ndarray
+    bone_weights: np.ndarray
+    auto_rest: np.ndarray
+
+
+def rig_samples() -> dict:
+    """The truth a bake samples: every stored and halfway frame of both clips, skinned with the core's Auto
+    factors of the pose at that (fractional) frame, and at factors 0 and 1."""
+    out = {}
+    binding = SkinBinding(RIG.bone_indices, RIG.weights, np.ones(len(RIG.positions), np.float32))
+    for c, clip in enumerate(clips()):
+        for frame in np.concatenate(clip_frames(clip)):
+            local = frame - clip.frame_start
+            factors = core_factors(c, local)
+            palette = bone_palette(RIG.deform(c, local)[0], RIG.rest)
+            p, n, ends = skin_with_ends(RIG.positions, binding, palette, factors, RIG.normals)
+            out[(c, frame_key(frame))] = FrameSample(
+                p, n, None, np.eye(4)[None], ends, auto_bones=RIG.bone_data(c, local)[0], auto_factors=factors
+            )
+    return out
+
+
+def test_the_error_report_measures_auto_against_the_core():
+    """EXR32: at stored frames the runtime's Auto is the core's to float32; halfway, the report's factor
+    figure is exactly the largest distance between the runtime's factors (lerped data) and the core's at
+    the pose of that sub-frame time, and the positions' figures include what that distance moves."""
+    tex = encode("BONE_DQ", "EXR32")
+    part = Part(
+        RIG.positions, RIG.normals, 0, len(RIG.positions), RIG.bone_indices, RIG.weights, RIG.vertex_rest()
+    )
+    samples = rig_samples()
+    report = bake_report(tex, [part], samples, diagonal=scene_diagonal([part], samples), bone_factor=0.5)
+    schema = animtex.load_schema()
+    jsonschema.validate(report, {"$ref": "#/$defs/errorReport", "$defs": schema["$defs"]})
+    auto = report["auto"]
+    assert auto["profile"] == "ROUND" and auto["factor"]["frames"]["max"] < 2e-5
+    halfway = 0.0
+    for c, clip in enumerate(tex.clips):
+        mids = animtex.mid_samples(clip.frame_count, clip.loop)
+        data = texture_auto.decode_auto(tex, c, mids)
+        got = texture_auto.texture_factors(tex, data, RIG.bone_indices, RIG.weights, RIG.vertex_rest())
+        want = np.stack([core_factors(c, s) for s in mids])
+        halfway = max(halfway, float(np.abs(got - want).max()))
+    assert auto["factor"]["mid_frames"]["max"] == pytest.approx(halfway, rel=1e-6)
+    assert auto["factor"]["mid_frames"]["max"] > 1e-3  # this rig moves fast: the lerp is measured, not zero
+    extent = np.abs(RIG.positions).max()
+    assert report["frames"]["max"] < 2e-5 * extent
+    assert report["any_deform_factor_max"] >= report["overall"]["max"]
+    assert [e["deform_factor"] for e in report["by_deform_factor"]] == [0.0, 1.0]
+
+
+DATA = Path(__file__).with_name("data")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bakes_from_before_auto_load_play_and_are_what_the_encoder_writes(kind):
+    """``data/before_auto_*`` were written by the encoder as it was before Auto existed (the engine ports'
+    synthetic rig, PNG16): they load (schema, sidecar, embedded block: no Auto table), decode as before, and
+    a bake without Auto today is the same file: same pixels, same sidecar."""
+    name = f"before_auto_{kind.lower()}"
+    meta = animtex.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
+    jsonschema.validate(meta, animtex.load_schema())
+    pixels = png.decode_png((DATA / f"{name}.png").read_bytes())
+    old = animtex.texture_from_metadata(meta, pixels)
+    assert old.auto is None and old.layout.auto_row_offset == 0
+    assert read_embedded(old.channels())["auto"] is None
+    today = synthetic.scene(kind, "PNG16").texture
+    np.testing.assert_array_equal(old.pixels, today.pixels)
+    assert json.loads(animtex.dumps(animtex.build_metadata(today, image=f"{name}.png"))) == meta
+    frames = animtex.decode_bone_frames(old, 0, [3.25])
+    np.testing.assert_array_equal(frames.matrices, animtex.decode_bone_frames(today, 0, [3.25]).matrices)
+    with pytest.raises(ValueError, match="carries no Auto"):
+        texture_auto.decode_auto(old, 0, [0.0])
