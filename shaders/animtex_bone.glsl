@@ -1,16 +1,21 @@
 /* Animation texture playback, part 2: bone textures (BONE_MATRIX, BONE_DQ) with the hybrid deform factor.
  *
- * Prepend animtex_vertex.glsl (shared readers, frame rows, item texels) and dual_quaternion_lib.glsl
- * (dq_to_rows). Numpy reference:
+ * Prepend animtex_vertex.glsl (shared readers, frame rows, item texels), dual_quaternion_lib.glsl
+ * (dq_to_rows) and hybrid_skin_round.glsl (Auto's round profiles). Numpy reference:
  *   animtex_bone_at             <-> decode.decode_bone_frames     (one bone at one fractional sample)
  *   animtex_skin_rows           <-> decode.skin_with_bone_frames  (hybrid of LBS and DQS by the deform factor)
  *   animtex_bone_blend          <-> crossfade.blend_bone_frames   (two clips' bones by a weight)
  *   animtex_bone_skin_crossfade <-> crossfade.crossfade_bone_frames + decode.skin_with_bone_frames
+ *   animtex_auto_at             <-> auto.decode_auto              (a bone's Auto data at one fractional sample)
+ *   animtex_auto_factor         <-> auto.crossfade_auto + auto.texture_factors (autofactor.round_factors)
+ *   animtex_bone_skin_crossfade_auto: the same with the vertex's Auto factor where the runtime factor is < 0
  *
  * Texels per bone and frame: BONE_MATRIX 3, row r = (A[r][0], A[r][1], A[r][2], u[r]); BONE_DQ 2,
  * (rotation w, x, y, z) and (u.x, u.y, u.z, uniform scale s). u is where the bone's pivot c goes, so
  * the skinning matrix is [A | u - A c]. Per-bone constants (pivot c, translation offset and scale)
  * live in the embedded metadata block: bake bone textures with the block (the default) to use this file.
+ * A texture that carries Auto (FORMAT.md sections 3, 9, 11) also has each bone's Auto data, two texels
+ * (tau, sigma_xyz) and (A, H_xyz) auto row offset rows above its own, decoded per bone by its Auto table.
  *
  * A 3x4 matrix is three vec4 rows m0, m1, m2: p' = (dot(m0, p1), dot(m1, p1), dot(m2, p1)), p1 = (p, 1),
  * as in hybrid_skin_lib.glsl. Quaternions are vec4(w, x, y, z).
@@ -260,6 +265,16 @@ void animtex_skin_rows(sampler2D tex, AnimtexBoneInfo info, int row0, int row1, 
                               hybrid_factor, p, m0, m1, m2);
 }
 
+/* Position and unit normal through the hybrid matrix rows: M p and normalise(cofactor(M) n). */
+void animtex_apply_rows(vec4 m0, vec4 m1, vec4 m2, vec3 p, vec3 n, out vec3 position, out vec3 normal)
+{
+  vec4 p1 = vec4(p, 1.0);
+  position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));
+  vec3 c = vec3(dot(cross(m1.xyz, m2.xyz), n), dot(cross(m2.xyz, m0.xyz), n), dot(cross(m0.xyz, m1.xyz), n));
+  float len = length(c);
+  normal = len > 0.0 ? c / len : vec3(0.0);
+}
+
 /* Skinned position and unit normal of rest point p / normal n at `clip_sample` of `clip`. hybrid_factor
  * is the runtime deform factor (0 = LBS, 1 = DQS): a uniform, or animtex_default_deform_factor(tex).
  * Parameters and locals never take the name of a uniform, push constant or vertex input: Blender's Vulkan
@@ -273,11 +288,7 @@ void animtex_bone_skin(sampler2D tex, AnimtexBoneInfo info, AnimtexClip clip, fl
   animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
   vec4 m0, m1, m2;
   animtex_skin_rows(tex, info, row0, row1, alpha, bone_ids, bone_weights, hybrid_factor, p, m0, m1, m2);
-  vec4 p1 = vec4(p, 1.0);
-  position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));
-  vec3 c = vec3(dot(cross(m1.xyz, m2.xyz), n), dot(cross(m2.xyz, m0.xyz), n), dot(cross(m0.xyz, m1.xyz), n));
-  float len = length(c);
-  normal = len > 0.0 ? c / len : vec3(0.0);
+  animtex_apply_rows(m0, m1, m2, p, n, position, normal);
 }
 
 /* Cross-fade (core/animtex/crossfade.py): the bones of from_clip at from_sample blended towards to_clip at
@@ -294,9 +305,112 @@ void animtex_bone_skin_crossfade(sampler2D tex, AnimtexBoneInfo info, AnimtexCli
   vec4 m0, m1, m2;
   animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids, bone_weights,
                               hybrid_factor, p, m0, m1, m2);
-  vec4 p1 = vec4(p, 1.0);
-  position = vec3(dot(m0, p1), dot(m1, p1), dot(m2, p1));
-  vec3 c = vec3(dot(cross(m1.xyz, m2.xyz), n), dot(cross(m2.xyz, m0.xyz), n), dot(cross(m0.xyz, m1.xyz), n));
-  float len = length(c);
-  normal = len > 0.0 ? c / len : vec3(0.0);
+  animtex_apply_rows(m0, m1, m2, p, n, position, normal);
+}
+
+/* ---------------------------------------------------------------------------------------------- Auto */
+struct AnimtexAutoInfo {
+  int table;      /* first float of the embedded Auto table; 0: the texture carries no Auto */
+  int row_offset; /* rows from a frame band's first row to its Auto rows */
+  HsRoundShape shape;
+};
+
+/* The texture's Auto: the table's index is global 4 of a bone texture's block (0 in bakes without Auto). */
+AnimtexAutoInfo animtex_auto_info(sampler2D tex, AnimtexBoneInfo info)
+{
+  AnimtexAutoInfo a;
+  a.table = info.kind == 0 ? 0 : animtex_read_int(tex, animtex_read_int(tex, ANIMTEX_GLOBALS_START) + 4);
+  a.row_offset = a.table > 0 ? animtex_read_int(tex, a.table + 5) : 0;
+  a.shape.width = a.table > 0 ? animtex_read_float(tex, a.table) : 0.0;
+  a.shape.swing_exponent = a.table > 0 ? animtex_read_float(tex, a.table + 1) : 0.0;
+  a.shape.twist_weight = a.table > 0 ? animtex_read_float(tex, a.table + 2) : 0.0;
+  a.shape.epsilon_sq = a.table > 0 ? animtex_read_float(tex, a.table + 3) : 0.0;
+  a.shape.quarter_turn_sq = a.table > 0 ? animtex_read_float(tex, a.table + 4) : 1.0;
+  return a;
+}
+
+/* Bone `bone`'s Auto data data1 = (tau, sigma_xyz), data2 = (A, H_xyz), decoded and blended between the frame
+ * bands at row0 and row1 (its Auto texels sit row_offset rows above its own, at its own columns). */
+void animtex_auto_at(sampler2D tex, AnimtexBoneInfo info, AnimtexAutoInfo auto_info, int bone, int row0, int row1,
+                     float alpha, out vec4 data1, out vec4 data2)
+{
+  ivec2 t = animtex_item_texel(bone, info.kind == 1 ? 3 : 2, info.items_per_row);
+  int base = auto_info.table + 8 + 16 * bone;
+  vec4 off1 = vec4(animtex_read_float(tex, base), animtex_read_float(tex, base + 1),
+                   animtex_read_float(tex, base + 2), animtex_read_float(tex, base + 3));
+  vec4 off2 = vec4(animtex_read_float(tex, base + 4), animtex_read_float(tex, base + 5),
+                   animtex_read_float(tex, base + 6), animtex_read_float(tex, base + 7));
+  vec4 scale1 = vec4(animtex_read_float(tex, base + 8), animtex_read_float(tex, base + 9),
+                     animtex_read_float(tex, base + 10), animtex_read_float(tex, base + 11));
+  vec4 scale2 = vec4(animtex_read_float(tex, base + 12), animtex_read_float(tex, base + 13),
+                     animtex_read_float(tex, base + 14), animtex_read_float(tex, base + 15));
+  int y0 = row0 + auto_info.row_offset + t.y;
+  int y1 = row1 + auto_info.row_offset + t.y;
+  vec4 a0 = off1 + scale1 * texelFetch(tex, ivec2(t.x, y0), 0);
+  vec4 a1 = off1 + scale1 * texelFetch(tex, ivec2(t.x, y1), 0);
+  vec4 b0 = off2 + scale2 * texelFetch(tex, ivec2(t.x + 1, y0), 0);
+  vec4 b1 = off2 + scale2 * texelFetch(tex, ivec2(t.x + 1, y1), 0);
+  data1 = a0 + alpha * (a1 - a0);
+  data2 = b0 + alpha * (b1 - b0);
+}
+
+/* The vertex's Auto factor (hybrid_skin_round.glsl) from its influences' Auto data at the frame rows a,
+ * blended towards those at the frame rows b by to_weight (0: a exactly, 1: b exactly; the b rows are read only
+ * in between or at 1), and its rest data (x, r^2) (the mesh's auto_rest attribute). */
+float animtex_auto_factor(sampler2D tex, AnimtexBoneInfo info, AnimtexAutoInfo auto_info, int a_row0, int a_row1,
+                          float a_alpha, int b_row0, int b_row1, float b_alpha, float to_weight, ivec4 bone_ids,
+                          vec4 bone_weights, vec4 rest_data)
+{
+  HsRoundSums sums = hs_round_begin(vec4(0.0, 0.0, 0.0, 0.0), vec4(0.0, 0.0, 0.0, 0.0));
+  bool first = true;
+  for (int k = 0; k < 4; k++) {
+    float w = bone_weights[k];
+    if (w == 0.0) {
+      continue;
+    }
+    vec4 x1, x2;
+    animtex_auto_at(tex, info, auto_info, bone_ids[k], a_row0, a_row1, a_alpha, x1, x2);
+    if (to_weight > 0.0) {
+      vec4 y1, y2;
+      animtex_auto_at(tex, info, auto_info, bone_ids[k], b_row0, b_row1, b_alpha, y1, y2);
+      x1 = to_weight >= 1.0 ? y1 : x1 + to_weight * (y1 - x1);
+      x2 = to_weight >= 1.0 ? y2 : x2 + to_weight * (y2 - x2);
+    }
+    if (first) {
+      sums = hs_round_begin(x1, x2); /* relative to the first influence, as the numpy twin */
+      first = false;
+    }
+    hs_round_add(sums, w, x1, x2);
+  }
+  return hs_round_finish(sums, rest_data, auto_info.shape);
+}
+
+/* animtex_bone_skin_crossfade with Auto: hybrid_factor in [0, 1] is the runtime's one factor as there; a
+ * negative hybrid_factor asks for Auto: each vertex's own factor from rest_data (its auto_rest attribute)
+ * when the texture carries Auto, else the texture's default factor (0.5 where it has none). */
+void animtex_bone_skin_crossfade_auto(sampler2D tex, AnimtexBoneInfo info, AnimtexClip from_clip,
+                                      float from_sample, AnimtexClip to_clip, float to_sample, float to_weight,
+                                      ivec4 bone_ids, vec4 bone_weights, vec4 rest_data,
+                                      float hybrid_factor, vec3 p, vec3 n, out vec3 position, out vec3 normal)
+{
+  int a0, a1, b0, b1;
+  float a_alpha, b_alpha;
+  animtex_frame_rows(from_clip, info.rows_per_frame, from_sample, a0, a1, a_alpha);
+  animtex_frame_rows(to_clip, info.rows_per_frame, to_sample, b0, b1, b_alpha);
+  float f = hybrid_factor;
+  if (f < 0.0) {
+    AnimtexAutoInfo auto_info = animtex_auto_info(tex, info);
+    if (auto_info.table > 0) {
+      f = animtex_auto_factor(tex, info, auto_info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids,
+                              bone_weights, rest_data);
+    }
+    else {
+      float given = animtex_default_deform_factor(tex);
+      f = given >= 0.0 && given <= 1.0 ? given : 0.5; /* NaN (no factor recorded) fails both */
+    }
+  }
+  vec4 m0, m1, m2;
+  animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids, bone_weights, f,
+                              p, m0, m1, m2);
+  animtex_apply_rows(m0, m1, m2, p, n, position, normal);
 }

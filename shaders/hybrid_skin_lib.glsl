@@ -7,7 +7,8 @@
  *   hs_hybrid_rows             <-> _chunk_matrices        (factor mix, then the influence blend)
  *   hs_cofactor_apply          <-> cofactor_apply
  *   hs_auto_factor             <-> autofactor.joint_vertex_factors   (Auto profile "JOINT")
- *   hs_round_factor            <-> autofactor.round_factors          (Auto profiles "ROUND", "KEEP_VOLUME")
+ *   hs_round_factor            <-> autofactor.round_factors          (Auto profiles "ROUND", "KEEP_VOLUME";
+ *                                                                     hybrid_skin_round.glsl, prepended)
  * A 3x4 matrix is three vec4 rows r0, r1, r2 (p' = (dot(r0, p1), dot(r1, p1), dot(r2, p1)), p1 = (p, 1)),
  * the layout of the bone texture, so no transposes hide between the texture and the maths.
  *
@@ -177,59 +178,25 @@ float hs_auto_factor(ivec2 span)
   return HS_AUTO_SWING + HS_AUTO_RANGE * (denom > 0.0 ? t / denom : 0.0);
 }
 
-/* Auto profiles "ROUND" and "KEEP_VOLUME" (core/autofactor.py::round_factors; their width is params.factors.z).
- * Over the vertex's influences, with both Auto texels x1 = (tau, sigma_xyz), x2 = (A, H_xyz) of each bone, the
- * pair sums P, T = sum w_i w_j dtau^2, S = sum w_i w_j |dsigma|^2, sum w_i w_j dA^2 and sum w_i w_j dA dH, in one
- * pass (the identity of hs_auto_factor, co-moments included), then the vertex's joint J = (sum dA dH) /
- * (sum dA^2), z^2 = |x - J|^2 / r^2 - 1 from rest_data = (x, r^2), F = exp(-k z^2) with
- * k = width (theta / 90 deg)^HS_ROUND_SWING_EXPONENT, theta^2 = S / P, and
- * f = (HS_ROUND_TWIST_WEIGHT T + S F + HS_AUTO_EPSILON_SQ P) / (HS_ROUND_TWIST_WEIGHT T + S + HS_AUTO_EPSILON_SQ P),
- * 1 when the vertex has no pair of influences. */
+/* Auto profiles "ROUND" and "KEEP_VOLUME" (core/autofactor.py::round_factors; their width is params.factors.z):
+ * hybrid_skin_round.glsl's one formula (prepended) over the vertex's influences, with both Auto texels
+ * x1 = (tau, sigma_xyz), x2 = (A, H_xyz) of each bone, and rest_data = (x, r^2); 1 without pairs. */
 float hs_round_factor(ivec2 span, vec4 rest_data, float width)
 {
-  float total = 0.0, pairs = 0.0;
-  vec4 mean1 = vec4(0.0), mean2 = vec4(0.0), dev1 = vec4(0.0);
-  float dev_a = 0.0;
-  vec3 co_ah = vec3(0.0);
-  float sum_t = 0.0, sum_s = 0.0, sum_aa = 0.0;
-  vec3 sum_ah = vec3(0.0);
-  /* Relative to the first influence, as the numpy twin: nearby values subtract exactly. */
   int first = span.y > 0 ? int(hs_influence_entry(span.x).x) : 0;
-  vec4 origin1 = hs_bone_texel(first, HS_AUTO_TEXEL);
-  vec4 origin2 = hs_bone_texel(first, HS_AUTO_TEXEL + 1);
+  HsRoundSums sums = hs_round_begin(hs_bone_texel(first, HS_AUTO_TEXEL), hs_bone_texel(first, HS_AUTO_TEXEL + 1));
   for (int e = 0; e < span.y; e++) {
     vec2 bw = hs_influence_entry(span.x + e);
     int bone = int(bw.x);
-    vec4 x1 = hs_bone_texel(bone, HS_AUTO_TEXEL) - origin1;
-    vec4 x2 = hs_bone_texel(bone, HS_AUTO_TEXEL + 1) - origin2;
-    vec4 d1 = x1 - mean1;
-    vec4 d2 = x2 - mean2;
-    sum_t += bw.y * (total * d1.x * d1.x + dev1.x);
-    sum_s += bw.y * (total * dot(d1.yzw, d1.yzw) + dev1.y + dev1.z + dev1.w);
-    sum_aa += bw.y * (total * d2.x * d2.x + dev_a);
-    sum_ah += bw.y * (total * d2.x * d2.yzw + co_ah);
-    pairs += bw.y * total;
-    total += bw.y;
-    float r = total > 0.0 ? bw.y / total : 0.0;
-    mean1 += r * d1;
-    mean2 += r * d2;
-    vec4 e1 = x1 - mean1;
-    vec4 e2 = x2 - mean2;
-    dev1 += bw.y * d1 * e1; /* West's weighted update, as in hs_auto_factor */
-    dev_a += bw.y * d2.x * e2.x;
-    co_ah += bw.y * d2.x * e2.yzw;
+    hs_round_add(sums, bw.y, hs_bone_texel(bone, HS_AUTO_TEXEL), hs_bone_texel(bone, HS_AUTO_TEXEL + 1));
   }
-  vec3 joint = sum_aa > 0.0 ? sum_ah / sum_aa : vec3(0.0);
-  vec3 off = rest_data.xyz - joint;
-  float ratio = rest_data.w > 0.0 ? dot(off, off) / rest_data.w : 0.0;
-  float along = sum_aa > 0.0 ? max(ratio - 1.0, 0.0) : 0.0;
-  float swing = (pairs > 0.0 ? sum_s / pairs : 0.0) / HS_QUARTER_TURN_SQ;
-  float k = width * exp(0.5 * HS_ROUND_SWING_EXPONENT * log(max(swing, 1e-12)));
-  float profile = exp(-k * along);
-  float twist = HS_ROUND_TWIST_WEIGHT * sum_t;
-  float rest = HS_AUTO_EPSILON_SQ * pairs;
-  float denom = twist + sum_s + rest;
-  return denom > 0.0 ? (twist + sum_s * profile + rest) / denom : 1.0;
+  HsRoundShape shape;
+  shape.width = width;
+  shape.swing_exponent = HS_ROUND_SWING_EXPONENT;
+  shape.twist_weight = HS_ROUND_TWIST_WEIGHT;
+  shape.epsilon_sq = HS_AUTO_EPSILON_SQ;
+  shape.quarter_turn_sq = HS_QUARTER_TURN_SQ;
+  return hs_round_finish(sums, rest_data, shape);
 }
 
 /* The per-vertex deform factor: Auto (from the pose, flags.w), else the global slider times the (optional)

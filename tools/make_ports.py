@@ -3,14 +3,18 @@
     .venv/bin/python tools/make_ports.py          # rewrite the generated files (make tools)
     .venv/bin/python tools/make_ports.py --check  # exit 1 if any is stale (the tests do this)
 
+* The HLSL port ``hlsl/hybrid_skin_animtex.hlsl`` is written by hand, except its part between the
+  ``BEGIN``/``END shaders/hybrid_skin_round.glsl`` markers: Auto's round profiles, the one GLSL source the
+  live display, the animation texture decoders and every port share, turned into HLSL mechanically
+  (``vecN`` → ``floatN``; the GLSL file keeps to a subset both languages read alike, checked here).
 * Unity (``unity/HybridSkinAnimtex.hlsl``) and Unreal (``unreal/HybridSkinAnimtex.ush``): the HLSL port
-  ``hlsl/hybrid_skin_animtex.hlsl`` plus each engine's entry points (below), one self-contained file
-  each, since neither engine resolves includes relative to a Custom Function / Custom node file the same
-  way.
+  plus each engine's entry points (below), one self-contained file each, since neither engine resolves
+  includes relative to a Custom Function / Custom node file the same way.
 * Godot (``godot/hybrid_skin_animtex.gdshaderinc``): ``shaders/animtex_vertex.glsl`` +
-  ``shaders/dual_quaternion_lib.glsl`` + ``shaders/animtex_bone.glsl`` translated mechanically: Godot's
-  shading language takes these GLSL ES 3 functions as they are, except that its textures put row 0 at
-  the top of the imported image, so every ``texelFetch`` goes through ``animtex_texel``, which flips the row.
+  ``shaders/dual_quaternion_lib.glsl`` + ``shaders/hybrid_skin_round.glsl`` + ``shaders/animtex_bone.glsl``
+  translated mechanically: Godot's shading language takes these GLSL ES 3 functions as they are, except
+  that its textures put row 0 at the top of the imported image, so every ``texelFetch`` goes through
+  ``animtex_texel``, which flips the row.
 """
 
 from __future__ import annotations
@@ -22,6 +26,15 @@ from pathlib import Path
 SHADERS = Path(__file__).resolve().parents[1] / "shaders"
 ENGINES = SHADERS / "engines"
 HLSL_CORE = ENGINES / "hlsl" / "hybrid_skin_animtex.hlsl"
+ROUND_GLSL = SHADERS / "hybrid_skin_round.glsl"
+ROUND_BEGIN = "/* BEGIN shaders/hybrid_skin_round.glsl (written by tools/make_ports.py: edit the GLSL) */"
+ROUND_END = "/* END shaders/hybrid_skin_round.glsl */"
+#: What the shared GLSL must not use: HLSL spells it differently (texel fetches, mix/fract/mod, vector
+#: constructors from one scalar, matrices, samplers, globals).
+_NOT_PORTABLE = re.compile(
+    r"texelFetch|texture\(|\bmix\(|\bfract\(|\bmod\(|\bmat[234]|\bsampler|\buniform\b|\bconst\b"
+    r"|\b[iu]?vec[234]\(\s*[^,()]*\)"
+)
 
 UNITY_ENTRY_POINTS = """
 /* ---------------------------------------------------------------- Unity Shader Graph entry points
@@ -52,6 +65,22 @@ void HybridSkinAnimtexBones_float(UnityTexture2D Animtex, float4 BoneIndices, fl
   animtex_bone_skin_crossfade(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
                               animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5), BoneWeights,
                               DeformFactor, RestPosition, RestNormal, Position, Normal);
+}
+
+/* Bone bakes that carry Auto: AutoRest is the mesh's auto_rest attribute (float4, e.g. from a UV channel
+ * pair); DeformFactor < 0 plays each vertex's Auto factor, 0 ... 1 one factor as above. */
+void HybridSkinAnimtexBonesAuto_float(UnityTexture2D Animtex, float4 BoneIndices, float4 BoneWeights,
+                                      float4 AutoRest, float3 RestPosition, float3 RestNormal, float ClipA,
+                                      float TimeA, float ClipB, float TimeB, float Weight, float DeformFactor,
+                                      out float3 Position, out float3 Normal)
+{
+  AnimtexBoneInfo info = animtex_bone_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  animtex_bone_skin_crossfade_auto(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                   animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5),
+                                   BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal, Position,
+                                   Normal);
 }
 """
 
@@ -90,6 +119,24 @@ float3 HybridSkinAnimtexBones(Texture2D Animtex, float4 BoneIndices, float4 Bone
                               DeformFactor, RestPosition, RestNormal, position, Normal);
   return position;
 }
+
+/* Bone bakes that carry Auto: AutoRest is the mesh's auto_rest attribute; DeformFactor < 0 plays each
+ * vertex's Auto factor, 0 ... 1 one factor as above. */
+float3 HybridSkinAnimtexBonesAuto(Texture2D Animtex, float4 BoneIndices, float4 BoneWeights, float4 AutoRest,
+                                  float3 RestPosition, float3 RestNormal, float ClipA, float TimeA,
+                                  float ClipB, float TimeB, float Weight, float DeformFactor,
+                                  out float3 Normal)
+{
+  AnimtexBoneInfo info = animtex_bone_info(Animtex);
+  AnimtexClip a = animtex_clip(Animtex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex, int(ClipB + 0.5));
+  float3 position;
+  animtex_bone_skin_crossfade_auto(Animtex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                   animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5),
+                                   BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal, position,
+                                   Normal);
+  return position;
+}
 """
 
 GODOT_TEXEL = """
@@ -107,21 +154,42 @@ def _banner(comment: str, sources: list[Path]) -> str:
     return f"{comment} Generated by tools/make_ports.py from {names}: edit those, not this file.\n"
 
 
+def round_hlsl() -> str:
+    """``shaders/hybrid_skin_round.glsl`` as HLSL: its declarations (after the leading comment) with
+    ``vecN``/``ivecN`` as ``floatN``/``intN``; refuses GLSL that would not mean the same in HLSL."""
+    text = ROUND_GLSL.read_text(encoding="utf-8")
+    body = text[text.index("*/") + 2 :].strip("\n")
+    code = re.sub(r"/\*.*?\*/", "", body, flags=re.DOTALL)
+    bad = _NOT_PORTABLE.search(code)
+    if bad:
+        raise SystemExit(f"make_ports.py: {ROUND_GLSL.name} uses {bad.group(0)!r}: HLSL reads it otherwise")
+    body = re.sub(r"\bivec([234])\b", r"int\1", body)
+    body = re.sub(r"\bvec([234])\b", r"float\1", body)
+    return body + "\n"
+
+
+def hlsl_core() -> str:
+    """The HLSL port with its Auto part regenerated from the GLSL (the rest is as written by hand)."""
+    text = HLSL_CORE.read_text(encoding="utf-8")
+    start, end = text.index(ROUND_BEGIN) + len(ROUND_BEGIN), text.index(ROUND_END)
+    return text[:start] + "\n" + round_hlsl() + text[end:]
+
+
 def unity() -> str:
-    return _banner("//", [HLSL_CORE]) + HLSL_CORE.read_text(encoding="utf-8") + UNITY_ENTRY_POINTS
+    return _banner("//", [HLSL_CORE, ROUND_GLSL]) + hlsl_core() + UNITY_ENTRY_POINTS
 
 
 def unreal() -> str:
     return (
-        _banner("//", [HLSL_CORE])
+        _banner("//", [HLSL_CORE, ROUND_GLSL])
         + "#pragma once\n#define ANIMTEX_FLIP_Y 1\n\n"
-        + HLSL_CORE.read_text(encoding="utf-8")
+        + hlsl_core()
         + UNREAL_ENTRY_POINTS
     )
 
 
 def godot() -> str:
-    names = ("animtex_vertex.glsl", "dual_quaternion_lib.glsl", "animtex_bone.glsl")
+    names = ("animtex_vertex.glsl", "dual_quaternion_lib.glsl", "hybrid_skin_round.glsl", "animtex_bone.glsl")
     sources = [SHADERS / name for name in names]
     text = "\n".join(p.read_text(encoding="utf-8") for p in sources)
     fetch = re.compile(r"texelFetch\((\w+), (.+?), 0\)")
@@ -134,6 +202,7 @@ def godot() -> str:
 
 
 OUTPUTS = {
+    HLSL_CORE: hlsl_core,
     ENGINES / "unity" / "HybridSkinAnimtex.hlsl": unity,
     ENGINES / "unreal" / "HybridSkinAnimtex.ush": unreal,
     ENGINES / "godot" / "hybrid_skin_animtex.gdshaderinc": godot,

@@ -35,7 +35,9 @@ THREE_FILES = (
     "examples/jsm/utils/BufferGeometryUtils.js",
     "examples/jsm/utils/SkeletonUtils.js",
 )
-RUNTIME_SHADERS = ("animtex_vertex.glsl", "dual_quaternion_lib.glsl", "animtex_bone.glsl")
+RUNTIME_SHADERS = (
+    "animtex_vertex.glsl", "dual_quaternion_lib.glsl", "hybrid_skin_round.glsl", "animtex_bone.glsl"
+)
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 CHROMIUM_FLAGS = (
     "--headless=new", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox",

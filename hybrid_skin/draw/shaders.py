@@ -4,16 +4,18 @@ Sources are plain GLSL files (no ``#version``; Blender's create-info declares ev
 sampler, varying and output). Each kind of shader is one :class:`ShaderKind` in :data:`KINDS`: its vertex
 libraries and ``main()`` files, fragment file, variants, and what its create-info declares. Kinds:
 
-* ``"viewport"`` / ``"readback"``: the skinning shaders. The libraries ``dual_quaternion_lib.glsl`` and
-  ``hybrid_skin_lib.glsl`` are prepended to each vertex stage so both run literally the same skinning
-  code; they read the ``HybridSkinParams`` block (:func:`pack_params`) and two textures
+* ``"viewport"`` / ``"readback"``: the skinning shaders. The libraries ``dual_quaternion_lib.glsl``,
+  ``hybrid_skin_round.glsl`` (Auto's round profiles, shared with the animation textures and the engine
+  ports) and ``hybrid_skin_lib.glsl`` are prepended to each vertex stage so both run literally the same
+  skinning code; they read the ``HybridSkinParams`` block (:func:`pack_params`) and two textures
   (:class:`SkinProgram`). Variants (:data:`VARIANTS`): ``"hybrid"`` (the add-on's shader), ``"dqs"``
   and ``"lbs"`` (single-method shaders for benchmarks and A/B pictures). Constants the GLSL shares with
   Python (the AUTO factor's targets and angle, the bone texel it reads, the factor mode values) are
   passed as defines built from the Python modules that own them (:func:`constant_defines`), so each
   has one source of truth.
 * ``"crowd"``: the instanced crowd preview (``animtex/crowd.py``), the animation texture decoders
-  ``animtex_vertex.glsl`` (+ ``dual_quaternion_lib.glsl`` and ``animtex_bone.glsl``) followed by
+  ``animtex_vertex.glsl`` (+ ``dual_quaternion_lib.glsl``, ``hybrid_skin_round.glsl`` and
+  ``animtex_bone.glsl``) followed by
   ``animtex_crowd_vert.glsl``; push constants and two textures (:class:`CrowdProgram`). Variants
   (:data:`CROWD_VARIANTS`): ``"vertex"`` and ``"bone"``.
 
@@ -65,6 +67,8 @@ __all__ = [
 LIB_FILE = "hybrid_skin_lib.glsl"
 #: Dual quaternion helpers shared by the skinning and the bone animation texture shaders.
 DUAL_QUATERNION_LIB = "dual_quaternion_lib.glsl"
+#: Auto's round profiles, written once for the live display, the bone animation textures and the engine ports.
+ROUND_LIB = "hybrid_skin_round.glsl"
 PARAMS_FILE = "hybrid_skin_params.glsl"
 PARAMS_STRUCT = "HybridSkinParams"
 #: ``params.flags.w``: the factor is ``factors.x`` (times the per-vertex map when ``factors.y`` = 1) ...
@@ -129,7 +133,7 @@ VARIANTS: dict[str, Variant] = {
 #: Crowd variants: vertex animation textures, or bone textures (``animtex_bone.glsl``, ``CROWD_BONES``).
 CROWD_VARIANTS: dict[str, Variant] = {
     "vertex": Variant(),
-    "bone": Variant(("CROWD_BONES",), (DUAL_QUATERNION_LIB, "animtex_bone.glsl")),
+    "bone": Variant(("CROWD_BONES",), (DUAL_QUATERNION_LIB, ROUND_LIB, "animtex_bone.glsl")),
 }
 
 
@@ -304,7 +308,7 @@ KINDS: dict[str, ShaderKind] = {
         fragment="hybrid_skin_frag.glsl",
         variants=VARIANTS,
         program=SkinProgram,
-        libraries=(DUAL_QUATERNION_LIB, LIB_FILE),
+        libraries=(DUAL_QUATERNION_LIB, ROUND_LIB, LIB_FILE),
         vertex_inputs=VERTEX_INPUTS,
         samplers=SAMPLERS,
         varyings=_SKIN_VARYINGS,
@@ -315,7 +319,7 @@ KINDS: dict[str, ShaderKind] = {
         fragment="hybrid_skin_readback_frag.glsl",
         variants=VARIANTS,
         program=SkinProgram,
-        libraries=(DUAL_QUATERNION_LIB, LIB_FILE),
+        libraries=(DUAL_QUATERNION_LIB, ROUND_LIB, LIB_FILE),
         vertex_inputs=VERTEX_INPUTS,
         samplers=SAMPLERS,
         varyings=(("flat", "VEC4", "readback_value"),),

@@ -84,7 +84,8 @@ def hs(addon):
 
 def compile_shader(hs, bones: bool):
     folder = hs.shaders.shader_dir()
-    files = ["animtex_vertex.glsl"] + (["dual_quaternion_lib.glsl", "animtex_bone.glsl"] if bones else [])
+    bone_files = ["dual_quaternion_lib.glsl", "hybrid_skin_round.glsl", "animtex_bone.glsl"]
+    files = ["animtex_vertex.glsl"] + (bone_files if bones else [])
     info = gpu.types.GPUShaderCreateInfo()
     if bones:
         info.define("BONES", "1")
@@ -192,3 +193,75 @@ def test_crossfade_glsl_matches_numpy(gpu_context, hs, kind, precision, mirrored
     if kind == "VERTEX":  # the texel UV map leads to each vertex's own texels
         found = run(shader, texture, batch, VERTICES, mode=3, **dict(push, weight=0.0))
         np.testing.assert_array_equal(found[:, 0], found[:, 1])
+
+
+AUTO_MAIN = """
+void main()
+{
+  AnimtexClip ca = animtex_clip(animation, clip_a);
+  AnimtexClip cb = animtex_clip(animation, clip_b);
+  AnimtexBoneInfo info = animtex_bone_info(animation);
+  vec3 p, n;
+  animtex_bone_skin_crossfade_auto(animation, info, ca, sample_a, cb, sample_b, weight, bones, weights,
+                                   auto_rest_data, deform_factor, rest_position, rest_normal, p, n);
+  value = vec4(mode == 1 ? n : p, 1.0);
+  ivec2 pixel = ivec2(gl_VertexID % target_width, gl_VertexID / target_width);
+  vec2 size = vec2(float(target_width), float(target_height));
+  gl_Position = vec4((vec2(pixel) + 0.5) / size * 2.0 - 1.0, 0.0, 1.0);
+  gl_PointSize = 1.0;
+}
+"""
+
+
+def compile_auto_shader(hs):
+    folder = hs.shaders.shader_dir()
+    files = ["animtex_vertex.glsl", "dual_quaternion_lib.glsl", "hybrid_skin_round.glsl", "animtex_bone.glsl"]
+    info = gpu.types.GPUShaderCreateInfo()
+    for type_, name in PUSH:
+        info.push_constant(type_, name)
+    info.sampler(0, "FLOAT_2D", "animation")
+    for slot, (type_, name) in enumerate([*INPUTS, ("VEC4", "auto_rest_data")]):
+        info.vertex_in(slot, type_, name)
+    interface = gpu.types.GPUStageInterfaceInfo("crossfade_auto_test_interface")
+    interface.flat("VEC4", "value")
+    info.vertex_out(interface)
+    info.fragment_out(0, "VEC4", "FragColor")
+    info.vertex_source("\n".join((folder / f).read_text(encoding="utf-8") for f in files) + AUTO_MAIN)
+    info.fragment_source("void main() { FragColor = value; }")
+    return gpu.shader.create_from_info(info)
+
+
+@pytest.mark.parametrize(("kind", "precision"), [("BONE_DQ", "PNG16"), ("BONE_MATRIX", "EXR32")])
+def test_auto_glsl_matches_numpy(gpu_context, hs, kind, precision):
+    """A texture that carries Auto, played with Auto (a negative factor) and with a runtime factor: the
+    shipped GLSL (hybrid_skin_round.glsl through animtex_bone.glsl) against the core's Auto factors
+    (decoded, cross-faded data; autofactor.round_factors) and skinning; a texture without Auto asked for
+    Auto plays its default factor."""
+    auto = importlib.import_module(hs.animtex.__name__ + ".auto")
+    skin = importlib.import_module(hs.animtex.__name__ + ".decode").skin_with_bone_frames
+    shader = compile_auto_shader(hs)
+    for rig in (scene(kind, precision, hs.animtex, auto=True), scene(kind, precision, hs.animtex)):
+        tex = rig.texture
+        n = VERTICES
+        rest_data = rig.auto_rest if rig.auto_rest is not None else np.zeros((n, 4), np.float32)
+        batch = gpu.types.GPUBatch(type="POINTS", buf=vertex_buffer({
+            "rest_position": rig.rest, "rest_normal": rig.normals, "item": np.arange(n, dtype=np.int32),
+            "texel_uv": np.zeros((n, 2), np.float32), "bones": rig.bones, "weights": rig.weights,
+            "auto_rest_data": rest_data,
+        }))  # fmt: skip
+        texture = gpu_texture(tex.channels())
+        extent = float(np.abs(rig.rest).max())
+        for clip_a, sample_a, clip_b, sample_b, w, factor in rig.cases[:4] + ((0, 2.5, 1, 1.0, 0.3, -1.0),):
+            push = dict(clip_a=clip_a, sample_a=sample_a, clip_b=clip_b, sample_b=sample_b, weight=w)
+            got_p = run(shader, texture, batch, n, mode=0, deform_factor=factor, **push)
+            got_n = run(shader, texture, batch, n, mode=1, deform_factor=factor, **push)
+            frames = hs.crossfade.crossfade_bone_frames(tex, clip_a, sample_a, clip_b, sample_b, w)
+            default = tex.deform_factor if tex.deform_factor is not None else 0.5  # NaN in the block
+            f = factor if factor >= 0 else default
+            if factor < 0 and tex.auto is not None:
+                data = auto.crossfade_auto(tex, clip_a, sample_a, clip_b, sample_b, w)
+                f = auto.texture_factors(tex, data, rig.bones, rig.weights, rig.auto_rest)
+                assert np.ptp(f) > 0.1  # a real per-vertex factor
+            want_p, want_n = skin(frames, rig.rest, rig.bones, rig.weights, f, rig.normals)
+            np.testing.assert_allclose(got_p, want_p[0], rtol=0, atol=TOL * extent)
+            np.testing.assert_allclose(got_n, want_n[0], rtol=0, atol=TOL)

@@ -74,10 +74,17 @@ def _run(args: list[str], what: str) -> None:
 
 
 def bake_asset(
-    blend: Path, folder: Path, armature: str, actions: list[str], kind: str, precision: str
+    blend: Path,
+    folder: Path,
+    armature: str,
+    actions: list[str],
+    kind: str,
+    precision: str,
+    extra: tuple[str, ...] = (),
 ) -> Bake:
     """Bake ``actions`` with the command line into ``folder`` (on a copy of ``blend``), with the bake's own
-    glTF export (``<name>.glb``, +Y up), and export a Z-up copy (``<name>.gltf``) with export_gltf.py."""
+    glTF export (``<name>.glb``, +Y up), and export a Z-up copy (``<name>.gltf``) with export_gltf.py;
+    ``extra``: more command-line options (e.g. ``--factor-mode AUTO``)."""
     folder.mkdir(parents=True)
     copy = folder / blend.name
     copy.write_bytes(blend.read_bytes())
@@ -85,7 +92,7 @@ def bake_asset(
     _run(
         [sys.executable, "-m", "hybrid_skin", "bake-textures", str(copy), "--object", armature,
          "--actions", *actions, "--kind", kind, "--precision", precision, "--output", str(folder),
-         "--name", name, "--save", "--gltf"],
+         "--name", name, "--save", "--gltf", *extra],
         f"bake-textures {kind} {precision}",
     )  # fmt: skip
     gltf = folder / f"{name}.gltf"
@@ -106,9 +113,11 @@ def clip_frame(clip: dict, seconds: float) -> float:
     return clip["frame_start"] + clip["frame_step"] * sample
 
 
-def blender_truth(addon, arm, meshes, action: bpy.types.Action, frame: float, factor: float) -> dict:
+def blender_truth(addon, arm, meshes, action: bpy.types.Action, frame: float, factor: float | str) -> dict:
     """Per mesh name: Blender's own deformed positions (mesh space), the add-on's skinning normals (the
-    cofactor normals a bake stores, ``api.deformed_normals``) and the object matrix, at action ``frame``."""
+    cofactor normals a bake stores, ``api.deformed_normals``) and the object matrix, at action ``frame``.
+    ``factor`` ``"auto"``: Blender has no Auto, so the positions are the add-on's own skinning with Auto
+    (the round profile; the truth a bake that carries Auto is measured against)."""
     arm.animation_data_create()
     arm.animation_data.use_nla = False
     set_pose(arm, SCENE_POSES[arm.name_full])  # unkeyed bones as at import, not as the last clip left them
@@ -120,6 +129,15 @@ def blender_truth(addon, arm, meshes, action: bpy.types.Action, frame: float, fa
         play(arm, action, float(frame))  # keyed channels back from the action, unkeyed ones stay at rest
     out = {}
     for obj in meshes:
+        if factor == "auto":
+            obj.hybrid_skin.factor_mode = "AUTO"  # stamps the default profile, Round (as --factor-mode AUTO)
+            assert obj.hybrid_skin.auto_profile == "ROUND"
+            out[obj.name] = (
+                addon.api.deformed_positions(obj),
+                addon.api.deformed_normals(obj),
+                np.array(obj.matrix_world),
+            )
+            continue
         out[obj.name] = (
             native_positions(obj, factor),
             addon.api.deformed_normals(obj, deform_factor=factor),

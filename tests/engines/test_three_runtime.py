@@ -13,6 +13,14 @@ every vertex of every instance back from a float target (the runtime's own GLSL,
   bake stores). VERTEX cross-fades against the lerp of Blender's two poses;
 * against the **numpy core decoders** reading the same files (exact float32 arithmetic both sides), at any
   time, for cross-fades of every kind too: :data:`DECODER_TOL` of the mesh extent.
+
+A BONE_DQ bake made with ``--factor-mode AUTO`` carries Auto (``dq_auto``): its instances play Auto by
+default (each vertex's factor from the texture's Auto data and the ``.glb``'s ``_ANIMTEX_AUTO_REST``), some a
+runtime factor. Auto instances are held to the numpy decoders with the core's own ``round_factors``
+(:mod:`hybrid_skin.core.animtex.auto`), and to the add-on's own Auto skinning of the scene (Blender has no
+Auto) within the sidecar's claims, which for such a bake are measured at Auto. The other bakes carry no
+Auto, and what the encoder writes without Auto is the file it wrote before Auto existed
+(``tests/core/animtex/test_auto.py``): their instances are the old bakes playing on the new runtime.
 """
 
 from __future__ import annotations
@@ -52,7 +60,10 @@ BAKES = {
     "vertex_exr": ("VERTEX", "EXR32"),
     "dq": ("BONE_DQ", "EXR16"),
     "matrix": ("BONE_MATRIX", "PNG8"),
+    "dq_auto": ("BONE_DQ", "PNG16"),
 }
+#: More command-line options per bake.
+BAKE_OPTIONS = {"dq_auto": ("--factor-mode", "AUTO")}
 
 
 def instance(clip: dict, sample: float, speed: float = 1.0, factor: float | None = None, fade=None) -> dict:
@@ -90,6 +101,8 @@ def instances_for(meta: dict) -> list[dict]:
             instance(walk, 9.5, factor=0.25),
         ]
         out.append(instance(wave, 24.0, factor=1.0, fade=(walk, 7.0, 0.5)))
+    if meta.get("auto"):  # Auto, asked for by name (the instances without a factor above play it too)
+        out += [instance(wave, 21.0, factor="auto"), instance(wave, 21.5, factor="auto")]
     return out
 
 
@@ -97,7 +110,8 @@ def instances_for(meta: dict) -> list[dict]:
 def bakes(addon, assets, page_server):
     blend = page_server.data_dir / "robot.blend"
     armature, actions = save_asset_blend(assets / ROBOT, blend, ROBOT_CLIPS)
-    return {key: bake_asset(blend, page_server.data_dir / key, armature, actions, kind, precision)
+    return {key: bake_asset(blend, page_server.data_dir / key, armature, actions, kind, precision,
+                            BAKE_OPTIONS.get(key, ()))
             for key, (kind, precision) in BAKES.items()}  # fmt: skip
 
 
@@ -184,7 +198,12 @@ def test_texel_uv_path_equals_texel_index_path(readback):
 @pytest.fixture(scope="module")
 def core(addon):
     name = addon.__name__ + ".core.animtex"
-    return {m: importlib.import_module(f"{name}{m}") for m in ("", ".crossfade", ".decode")}
+    return {m: importlib.import_module(f"{name}{m}") for m in ("", ".crossfade", ".decode", ".auto")}
+
+
+def played_factor(meta: dict, spec: dict) -> float | str:
+    """The factor an instance plays: its own, else "auto" where the bake carries Auto, else the bake's."""
+    return spec.get("deformFactor", "auto" if meta.get("auto") else meta["deform_factor"]["value"])
 
 
 def image_channels(path: Path) -> np.ndarray:
@@ -230,7 +249,12 @@ def numpy_reference(core, meta: dict, texture, part: dict, spec: dict) -> tuple[
     frames = core[".crossfade"].crossfade_bone_frames(texture, ca, sa, cb, sb, weight)
     idx = np.rint(part["_animtex_bone_indices"].reshape(-1, 4)).astype(np.int64)
     w = part["_animtex_bone_weights"].reshape(-1, 4)
-    factor = spec.get("deformFactor", meta["deform_factor"]["value"])
+    factor = played_factor(meta, spec)
+    if factor == "auto":  # the core's round_factors on the decoded, cross-faded Auto data
+        auto = core[".auto"]
+        data = auto.crossfade_auto(texture, ca, sa, cb, sb, weight)
+        rest_data = part["_animtex_auto_rest"].reshape(-1, 4)
+        factor = auto.texture_factors(texture, data, idx.astype(np.int32), w, rest_data)
     p, n = core[".decode"].skin_with_bone_frames(frames, rest, idx, w, factor, part["normal"].reshape(-1, 3))
     return p[0], n[0]
 
@@ -267,9 +291,11 @@ def angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.degrees(2 * np.arcsin(np.minimum(np.linalg.norm(unit(a) - unit(b), axis=-1) / 2, 1.0)))
 
 
-def report_claim(meta: dict, clip: int, sample: float) -> tuple[float, float]:
+def report_claim(meta: dict, clip: int, sample: float, factor: float | str | None = None) -> tuple | None:
     """The sidecar's claimed max position error (scene units) and normal angle for that clip, at stored
-    frames or halfway between them; ``None`` for other samples (the report does not measure them)."""
+    frames or halfway between them; ``None`` for other samples (the report does not measure them). A bake
+    that carries Auto claims its clips' figures at Auto; a runtime ``factor`` there is bounded by the
+    report's figures at factors 0 and 1 (``by_deform_factor``, over all clips)."""
     entry = meta["error_report"]["clips"][clip]
     count, loop = meta["clips"][clip]["frame_count"], meta["clips"][clip]["loop"]
     s = sample % count if loop else min(max(sample, 0.0), count - 1)
@@ -279,6 +305,9 @@ def report_claim(meta: dict, clip: int, sample: float) -> tuple[float, float]:
         where = "mid_frames"
     else:
         return None
+    if meta.get("auto") and factor != "auto":
+        ends = meta["error_report"]["by_deform_factor"]
+        return max(e[where]["max"] for e in ends), entry["normal_angle_deg"]["max"]
     return entry[where]["max"], entry["normal_angle_deg"]["max"]
 
 
@@ -303,14 +332,14 @@ def test_runtime_matches_blender(readback, bakes, addon, assets, key):
 
     checked = 0
     for i, spec in enumerate(jobs[key]):
-        factor = spec.get("deformFactor", meta["deform_factor"]["value"])
+        factor = played_factor(meta, spec)
         sides = [(sample_of(meta, spec), 1.0)]
         if spec.get("fade"):
             if meta["kind"] != "VERTEX":
                 continue  # a bone-space blend has no Blender counterpart: the numpy test holds it
             w = fade_weight(spec)
             sides = [(sample_of(meta, spec), 1.0 - w), (sample_of(meta, spec, fade=True), w)]
-        claims = [report_claim(meta, c, s) for (c, s), _ in sides]
+        claims = [report_claim(meta, c, s, factor) for (c, s), _ in sides]
         if None in claims:
             continue  # not a sample the report measures (the numpy test covers it)
         claim = sum(w * c[0] for c, (_, w) in zip(claims, sides))
@@ -500,6 +529,7 @@ def test_bad_input_gives_one_clear_sentence(bakes, page_server):
         "cannot load the image",
         'no clip "Nope"; the clips are',
         "deform factor must be in 0..1, got 2",
+        "deform factor 'auto' needs a bake that carries Auto",
         "instance 5 is out of range 0..1",
         "the geometry has no attribute 'animtex_bone_indices'",
     ]

@@ -16,8 +16,9 @@ import numpy as np
 from hybrid_skin.core import autofactor
 from hybrid_skin.core.primitives import bend, chain_deform_matrices, make_limb, twist
 
-#: (name, frame_start, frame_end, loop): a loop and a clamp.
+#: (name, frame_start, frame_end, loop): a loop and a clamp (and, for the engine ports' cases, a pose).
 CLIPS = (("swing", 1, 13, True), ("reach", 1, 9, False))
+POSE_CLIP = ("pose", 1, 1, False)
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ class AutoRig:
     def deform(self, clip: int, frame: float | np.ndarray) -> np.ndarray:
         """``(S, B, 4, 4)`` deform matrices at clip-local (fractional) frames."""
         frames = np.atleast_1d(np.asarray(frame, dtype=np.float64))
-        phase = (0.0, 1.3)[clip]
-        period = (12.0, 16.0)[clip]
+        phase = (0.0, 1.3, 2.2)[clip]
+        period = (12.0, 16.0, 10.0)[clip]
         out = []
         for f in frames:
             t = 2 * np.pi * f / period + phase
@@ -70,8 +71,8 @@ class AutoRig:
         return BoneChain(self.rest, self.parents, self.lengths)
 
 
-def auto_rig() -> AutoRig:
-    limb = make_limb(3, rings_per_bone=6, segments=10)
+def auto_rig(rings_per_bone: int = 6, segments: int = 10) -> AutoRig:
+    limb = make_limb(3, rings_per_bone=rings_per_bone, segments=segments)
     chain = limb.chain
     n = len(limb.mesh.positions)
     idx = np.zeros((n, 4), np.int32)

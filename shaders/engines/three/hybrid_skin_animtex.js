@@ -1,10 +1,11 @@
 /**
  * Hybrid Skin animation textures for three.js: load a bake (image + JSON sidecar) and play it on
  * InstancedMeshes, each instance with its own clip, time offset, speed, deform factor (bone kinds:
- * LBS ... DQS at runtime) and cross-fade to a second clip.
+ * LBS ... DQS at runtime, or 'auto': each vertex's Auto factor where the bake carries Auto) and
+ * cross-fade to a second clip.
  *
- * The decoding GLSL is not a copy: the shipped shaders/animtex_vertex.glsl, dual_quaternion_lib.glsl and animtex_bone.glsl are
- * fetched and compiled as they are (WebGL2 = GLSL ES 3.00, which they are written to), with their
+ * The decoding GLSL is not a copy: the shipped shaders/animtex_vertex.glsl, dual_quaternion_lib.glsl,
+ * hybrid_skin_round.glsl (Auto) and animtex_bone.glsl are fetched and compiled as they are (WebGL2 = GLSL ES 3.00, which they are written to), with their
  * metadata read from the texture's embedded block, exactly as Blender's crowd preview does.
  *
  *   import { loadAnimtexBake, AnimtexCrowd } from './hybrid_skin_animtex.js';
@@ -34,6 +35,8 @@ export class AnimtexError extends Error {
 const FORMAT = 'hybrid_skin.animtex';
 const FORMAT_VERSIONS = [1];
 const KINDS = ['VERTEX', 'BONE_MATRIX', 'BONE_DQ'];
+/** Floats of Auto rest data per vertex this runtime reads (one vec4 attribute; the sidecar's auto.vertex_floats). */
+const AUTO_REST_FLOATS = 4;
 const DEFAULT_SHADER_BASE = new URL('../../', import.meta.url);
 
 // ------------------------------------------------------------------------------------------ images
@@ -123,8 +126,8 @@ async function fetchOk(url, what) {
 // -------------------------------------------------------------------------------------------- bake
 /**
  * A loaded bake: the sidecar (`meta`), the float DataTexture (nearest, no mipmaps, rows bottom-up) and
- * the decoder GLSL. `options.shaderBase` is the folder holding animtex_vertex.glsl / dual_quaternion_lib.glsl / animtex_bone.glsl
- * (default: two folders above this module, i.e. the repository's shaders/).
+ * the decoder GLSL. `options.shaderBase` is the folder holding animtex_vertex.glsl / dual_quaternion_lib.glsl /
+ * hybrid_skin_round.glsl / animtex_bone.glsl (default: two folders above this module, i.e. the repository's shaders/).
  */
 export async function loadAnimtexBake(jsonUrl, options = {}) {
   const url = new URL(jsonUrl, globalThis.location?.href);
@@ -137,6 +140,9 @@ export async function loadAnimtexBake(jsonUrl, options = {}) {
   if (!meta.embedded_metadata) {
     throw new AnimtexError('the bake has no embedded metadata block: bake again without --no-embed');
   }
+  if (meta.auto && meta.auto.vertex_floats > AUTO_REST_FLOATS) {
+    throw new AnimtexError(`the bake's Auto has ${meta.auto.vertex_floats} floats of rest data per vertex; this runtime reads ${AUTO_REST_FLOATS}: update it`);
+  }
   const imageUrl = new URL(options.image ?? meta.image, url);
   const image = await decodeImage(await (await fetchOk(imageUrl, 'image')).arrayBuffer(), meta.precision);
   if (image.width !== meta.layout.width || image.height !== meta.layout.height) {
@@ -148,7 +154,8 @@ export async function loadAnimtexBake(jsonUrl, options = {}) {
   texture.flipY = false;
   texture.needsUpdate = true;
   const base = new URL(options.shaderBase ?? DEFAULT_SHADER_BASE, url);
-  const files = ['animtex_vertex.glsl', ...(meta.kind === 'VERTEX' ? [] : ['dual_quaternion_lib.glsl', 'animtex_bone.glsl'])];
+  const bones = ['dual_quaternion_lib.glsl', 'hybrid_skin_round.glsl', 'animtex_bone.glsl'];
+  const files = ['animtex_vertex.glsl', ...(meta.kind === 'VERTEX' ? [] : bones)];
   const glsl = (await Promise.all(files.map(async (f) => (await fetchOk(new URL(f, base), 'shader')).text()))).join('\n');
   return new AnimtexBake(meta, texture, glsl);
 }
@@ -160,6 +167,8 @@ export class AnimtexBake {
     this.glsl = glsl;
     this.kind = meta.kind;
     this.bones = meta.kind !== 'VERTEX';
+    /** Whether the bake carries Auto (bone kinds baked from meshes in factor mode Auto): instances may play 'auto'. */
+    this.auto = this.bones && !!meta.auto;
   }
 
   /** Clip number from a name or a number. */
@@ -172,7 +181,8 @@ export class AnimtexBake {
     return index;
   }
 
-  /** The deform factor the bake recorded (VERTEX: the one baked in; bone kinds: the rig's default). */
+  /** The deform factor the bake recorded (VERTEX: the one baked in; bone kinds: the rig's default, which
+   * instances play when they play no Auto). */
   get defaultDeformFactor() {
     return this.meta.deform_factor?.value ?? 0.5;
   }
@@ -205,7 +215,8 @@ export class AnimtexBake {
  * The vertex-stage GLSL that decodes this bake: declarations, the shipped decoders and
  * `void animtex_decode(vec3 rest_position, vec3 rest_normal, out vec3 position, out vec3 normal)`,
  * reading the instance attributes animtexPlay / animtexFade / animtexFadeTime and the uniforms
- * animtexTexture / animtexTime. `itemFromUv`: find each vertex's texels through the attribute animtexUv
+ * animtexTexture / animtexTime. Bone kinds: animtexPlay.w is the deform factor, negative for Auto (each
+ * vertex's factor from the bake's Auto data and its animtexAutoRest, the sidecar's auto_rest attribute). `itemFromUv`: find each vertex's texels through the attribute animtexUv
  * (the sidecar's texel UV after a glTF round trip, v = 1 - Blender's v) instead of animtexIndex (the
  * texel index attribute). VERTEX only; bone kinds read animtexBoneIndices / animtexBoneWeights.
  * `yUp`: the geometry is in glTF's Y-up axes (Blender's glTF exporter with its default "+Y Up"); the
@@ -215,12 +226,12 @@ export class AnimtexBake {
 export function animtexVertexChunk(bake, { itemFromUv = false, yUp = false } = {}) {
   let inputs, body;
   if (bake.bones) {
-    inputs = 'attribute vec4 animtexBoneIndices;\nattribute vec4 animtexBoneWeights;';
+    inputs = 'attribute vec4 animtexBoneIndices;\nattribute vec4 animtexBoneWeights;\nattribute vec4 animtexAutoRest;';
     body = `
   AnimtexBoneInfo info = animtex_bone_info(animtexTexture);
-  animtex_bone_skin_crossfade(animtexTexture, info, clip_a, sample_a, clip_b, sample_b, weight,
-                              ivec4(animtexBoneIndices + 0.5), animtexBoneWeights, animtexPlay.w,
-                              rest, rest_n, position, normal);`;
+  animtex_bone_skin_crossfade_auto(animtexTexture, info, clip_a, sample_a, clip_b, sample_b, weight,
+                                   ivec4(animtexBoneIndices + 0.5), animtexBoneWeights, animtexAutoRest,
+                                   animtexPlay.w, rest, rest_n, position, normal);`;
   } else {
     inputs = itemFromUv ? 'attribute vec2 animtexUv;' : 'attribute float animtexIndex;';
     const item = itemFromUv
@@ -238,7 +249,7 @@ export function animtexVertexChunk(bake, { itemFromUv = false, yUp = false } = {
   return `
 uniform sampler2D animtexTexture;
 uniform float animtexTime;
-attribute vec4 animtexPlay;     /* clip, time offset (s), speed, deform factor */
+attribute vec4 animtexPlay;     /* clip, time offset (s), speed, deform factor (bone kinds; < 0: Auto) */
 attribute vec4 animtexFade;     /* clip faded to (-1: none), its time offset (s), its speed, unused */
 attribute vec2 animtexFadeTime; /* fade start (s of animtexTime), duration (s) */
 ${inputs}
@@ -296,7 +307,8 @@ const _matrix = new Matrix4();
  * A crowd of one baked character: one InstancedMesh per mesh part, sharing the per-instance playback
  * attributes. `parts`: [{ geometry, material, matrix }] - geometry with the rest `position`, `normal`
  * and the sidecar's mesh attributes; `matrix` the part's object matrix in the character (default
- * identity). Options: `itemFromUv` - the name of the geometry's UV attribute holding the sidecar's
+ * identity); bone kinds whose bake carries Auto also need the sidecar's `auto_rest` attribute for
+ * instances to play 'auto' (the default then). Options: `itemFromUv` - the name of the geometry's UV attribute holding the sidecar's
  * texel UV (e.g. 'uv' or 'uv1' from glTF) to use instead of the texel index attribute; `yUp` (see
  * animtexVertexChunk: true for glTF exported with Blender's default +Y Up); `castShadow`.
  * Each part's material is cloned and patched (see patchMaterial).
@@ -314,6 +326,8 @@ export class AnimtexCrowd extends Group {
     this.fade = new InstancedBufferAttribute(new Float32Array(count * 4), 4);
     this.fadeTime = new InstancedBufferAttribute(new Float32Array(count * 2), 2);
     this.placements = Array.from({ length: count }, () => new Matrix4());
+    /** Whether every part has its vertices' Auto rest data: instances of a bake with Auto may play 'auto'. */
+    this.autoReady = bake.auto;
     this.parts = parts.map((part) => this._part(part, options));
     for (let i = 0; i < count; i++) this.setInstance(i, {});
   }
@@ -325,6 +339,11 @@ export class AnimtexCrowd extends Group {
     if (this.bake.bones) {
       g.setAttribute('animtexBoneIndices', g.getAttribute(this.bake.attributeName(g, 'bone_indices')));
       g.setAttribute('animtexBoneWeights', g.getAttribute(this.bake.attributeName(g, 'bone_weights')));
+      if (this.bake.auto && this.bake.hasAttribute(g, 'auto_rest')) {
+        g.setAttribute('animtexAutoRest', g.getAttribute(this.bake.attributeName(g, 'auto_rest')));
+      } else {
+        this.autoReady = false; // no Auto rest data: instances play one factor
+      }
     } else if (options.itemFromUv) {
       const uv = g.getAttribute(options.itemFromUv);
       if (!uv) throw new AnimtexError(`the geometry has no UV attribute '${options.itemFromUv}'`);
@@ -350,13 +369,21 @@ export class AnimtexCrowd extends Group {
     return mesh;
   }
 
-  /** Playback of instance `i`: clip (name or number), timeOffset (s), speed, deformFactor (bone kinds;
-   * default the bake's), matrix (placement of the whole character). Clears a cross-fade. */
+  /** Playback of instance `i`: clip (name or number), timeOffset (s), speed, deformFactor (bone kinds: a
+   * number in 0..1, or 'auto' where the bake carries Auto; default 'auto' there, else the bake's factor),
+   * matrix (placement of the whole character). Clears a cross-fade. */
   setInstance(i, { clip = 0, timeOffset = 0, speed = 1, deformFactor, matrix } = {}) {
     this._check(i);
-    const factor = deformFactor ?? this.bake.defaultDeformFactor;
-    if (!(factor >= 0 && factor <= 1)) throw new AnimtexError(`deform factor must be in 0..1, got ${factor}`);
-    this.play.setXYZW(i, this.bake.clipIndex(clip), timeOffset, speed, factor);
+    const factor = deformFactor ?? (this.autoReady ? 'auto' : this.bake.defaultDeformFactor);
+    if (factor === 'auto') {
+      if (!this.bake.auto) throw new AnimtexError("deform factor 'auto' needs a bake that carries Auto (a bone kind baked from meshes in factor mode Auto)");
+      if (!this.autoReady) {
+        throw new AnimtexError(`deform factor 'auto' needs every geometry's attribute '${this.bake.meta.mesh_attributes.auto_rest}' (the bake's .glb has it)`);
+      }
+    } else if (!(factor >= 0 && factor <= 1)) {
+      throw new AnimtexError(`deform factor must be in 0..1, got ${factor} (or 'auto' where the bake carries Auto)`);
+    }
+    this.play.setXYZW(i, this.bake.clipIndex(clip), timeOffset, speed, factor === 'auto' ? -1 : factor);
     this.fade.setXYZW(i, -1, 0, 0, 0);
     this.fadeTime.setXY(i, 0, 0);
     this.play.needsUpdate = this.fade.needsUpdate = this.fadeTime.needsUpdate = true;

@@ -194,6 +194,7 @@ async function errors(job) {
   const crowd = new AnimtexCrowd(bake, parts, 2);
   await attempt(() => crowd.setInstance(0, { clip: 'Nope' }));
   await attempt(() => crowd.setInstance(1, { deformFactor: 2 }));
+  await attempt(() => crowd.setInstance(1, { deformFactor: 'auto' }));
   await attempt(() => crowd.crossFade(5, 0));
   const bare = parts.map((p) => ({ ...p, geometry: new THREE.BoxGeometry() }));
   await attempt(() => new AnimtexCrowd(bake, bare, 1));

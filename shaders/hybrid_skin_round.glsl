@@ -1,0 +1,104 @@
+/* Auto's round profiles ("ROUND", "KEEP_VOLUME"): the GLSL twin of hybrid_skin/core/autofactor.py::round_factors,
+ * written once. The live display (hybrid_skin_lib.glsl, bone data from its bone texture), the animation
+ * texture decoders (animtex_bone.glsl, bone data decoded from a bake that carries Auto) and, through
+ * tools/make_ports.py, the engine ports (HLSL: Unity, Unreal; Godot) all compute the factor with these three
+ * functions, so a change of the profile is made here and regenerated, never rewritten per port:
+ *
+ *   HsRoundSums s = hs_round_begin(x1 of the first influence, x2 of the first influence);
+ *   for each influence (bone data x1 = (tau, sigma_xyz), x2 = (A, H_xyz), weight w): hs_round_add(s, w, x1, x2);
+ *   f = hs_round_finish(s, rest_data, shape);
+ *
+ * Over the vertex's influences the pair sums P = sum_{i<j} w_i w_j, T = sum w_i w_j dtau^2,
+ * S = sum w_i w_j |dsigma|^2, sum w_i w_j dA^2 and sum w_i w_j dA dH are accumulated in one pass (West's
+ * weighted update: entry k adds w (W (x - m)^2 + M2) against the entries before it, exact and without the
+ * cancellation of W sum w x^2 - (sum w x)^2), relative to the first influence's data as the numpy twin does
+ * (nearby values subtract exactly). Then the vertex's joint J = (sum dA dH) / (sum dA^2),
+ * z^2 = |x - J|^2 / r^2 - 1 from rest_data = (x, r^2) (autofactor.vertex_geometry), F = exp(-k z^2) with
+ * k = width (theta / 90 deg)^swing_exponent, theta^2 = S / P, and
+ *   f = (twist_weight T + S F + epsilon_sq P) / (twist_weight T + S + epsilon_sq P),   1 without pairs.
+ *
+ * The subset every port takes as it is: vecN types (make_ports.py writes floatN for HLSL), constructors with
+ * every component, no struct constructors, no globals, no built-ins beyond dot, max, exp and log.
+ */
+
+struct HsRoundShape {
+  float width;           /* k at a 90 degree swing (ROUND 2.15, KEEP_VOLUME 1.07) */
+  float swing_exponent;  /* how k changes with the swing */
+  float twist_weight;    /* twist's weight against swing */
+  float epsilon_sq;      /* the squared rest angle (10 degrees) */
+  float quarter_turn_sq; /* (pi / 2)^2: theta at which k = width */
+};
+
+struct HsRoundSums {
+  vec4 origin1; /* the first influence's (tau, sigma_xyz) ... */
+  vec4 origin2; /* ... and (A, H_xyz): every datum is taken relative to them */
+  float total;  /* the weight so far */
+  float pairs;  /* P */
+  vec4 mean1;
+  vec4 mean2;
+  vec4 dev1;    /* weighted squared deviations of (tau, sigma) */
+  float dev_a;  /* ... of A */
+  vec3 co_ah;   /* weighted co-deviations of A and H */
+  float sum_t;
+  float sum_s;
+  float sum_aa;
+  vec3 sum_ah;
+};
+
+HsRoundSums hs_round_begin(vec4 origin1, vec4 origin2)
+{
+  HsRoundSums s;
+  s.origin1 = origin1;
+  s.origin2 = origin2;
+  s.total = 0.0;
+  s.pairs = 0.0;
+  s.mean1 = vec4(0.0, 0.0, 0.0, 0.0);
+  s.mean2 = vec4(0.0, 0.0, 0.0, 0.0);
+  s.dev1 = vec4(0.0, 0.0, 0.0, 0.0);
+  s.dev_a = 0.0;
+  s.co_ah = vec3(0.0, 0.0, 0.0);
+  s.sum_t = 0.0;
+  s.sum_s = 0.0;
+  s.sum_aa = 0.0;
+  s.sum_ah = vec3(0.0, 0.0, 0.0);
+  return s;
+}
+
+/* One influence of weight `weight` whose bone has the Auto data data1 = (tau, sigma_xyz), data2 = (A, H_xyz). */
+void hs_round_add(inout HsRoundSums s, float weight, vec4 data1, vec4 data2)
+{
+  vec4 x1 = data1 - s.origin1;
+  vec4 x2 = data2 - s.origin2;
+  vec4 d1 = x1 - s.mean1;
+  vec4 d2 = x2 - s.mean2;
+  s.sum_t += weight * (s.total * d1.x * d1.x + s.dev1.x);
+  s.sum_s += weight * (s.total * dot(d1.yzw, d1.yzw) + s.dev1.y + s.dev1.z + s.dev1.w);
+  s.sum_aa += weight * (s.total * d2.x * d2.x + s.dev_a);
+  s.sum_ah += weight * (s.total * d2.x * d2.yzw + s.co_ah);
+  s.pairs += weight * s.total;
+  s.total += weight;
+  float r = s.total > 0.0 ? weight / s.total : 0.0;
+  s.mean1 += r * d1;
+  s.mean2 += r * d2;
+  vec4 e1 = x1 - s.mean1;
+  vec4 e2 = x2 - s.mean2;
+  s.dev1 += weight * d1 * e1; /* West's weighted update: both factors share a sign */
+  s.dev_a += weight * d2.x * e2.x;
+  s.co_ah += weight * d2.x * e2.yzw;
+}
+
+/* The factor from the sums, the vertex's rest data (x, y, z, r^2) and the profile's constants. */
+float hs_round_finish(HsRoundSums s, vec4 rest_data, HsRoundShape shape)
+{
+  vec3 joint = s.sum_aa > 0.0 ? s.sum_ah / s.sum_aa : vec3(0.0, 0.0, 0.0);
+  vec3 off = rest_data.xyz - joint;
+  float ratio = rest_data.w > 0.0 ? dot(off, off) / rest_data.w : 0.0;
+  float along = s.sum_aa > 0.0 ? max(ratio - 1.0, 0.0) : 0.0;
+  float swing = (s.pairs > 0.0 ? s.sum_s / s.pairs : 0.0) / shape.quarter_turn_sq;
+  float k = shape.width * exp(0.5 * shape.swing_exponent * log(max(swing, 1e-12)));
+  float profile = exp(-k * along);
+  float twist = shape.twist_weight * s.sum_t;
+  float rest = shape.epsilon_sq * s.pairs;
+  float denom = twist + s.sum_s + rest;
+  return denom > 0.0 ? (twist + s.sum_s * profile + rest) / denom : 1.0;
+}
