@@ -8,15 +8,23 @@ evaluation of the scene as the user has it: the Armature modifier (LBS), Preserv
 multi-modifier mix at the sidecar's deform factor (``tests.support.scenes.native_positions``), within the
 sidecar's claimed error. Also: the embedded block (§11) says what the JSON says, the UV map (§7) finds the
 same item as the index attribute, and the schema describes every field the spec names (§14).
+
+Auto (§3 Auto rows, §4, §6, §7 ``auto_rest``, §9 the factor, §10, §11 the Auto table): the robot's meshes in
+factor mode Auto baked as bone kinds; the factor of every vertex computed here from the spec's formula
+(pair sums written out, float64) and the positions skinned with it, against the add-on's own Auto
+(Blender has none): its factors within ``error_report.auto.factor``, its positions within the report's
+claims.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
 from pathlib import Path
 
+import bpy
 import jsonschema
 import numpy as np
 import OpenEXR
@@ -174,8 +182,59 @@ def skin(meta: dict, v: np.ndarray, p: np.ndarray, idx: np.ndarray, w: np.ndarra
     norm2 = np.sum(big_q * big_q, -1)[:, None]
     conj = big_q * np.array([1.0, -1.0, -1.0, -1.0])
     dqs = np.concatenate([rotation(big_q), (2 * qmul(big_d, conj)[:, 1:] / norm2)[..., None]], -1)
+    f = np.asarray(f, dtype=np.float64)
+    f = f[:, None, None] if f.ndim else f  # per vertex (Auto, §9) or one number
     mix = (1 - f) * lin + f * dqs
     return np.einsum("nij,nj->ni", mix[..., :3], p) + mix[..., 3]
+
+
+# ---------------------------------------------------------------------------------- §3, §4, §9: Auto
+def auto_values(meta: dict, channels: np.ndarray, clip: dict, frame: int) -> np.ndarray:
+    """Decoded ``(bones, 2, 4)`` Auto texels of clip-local ``frame`` (§3 Auto rows, §4 ``auto.decode``)."""
+    lay, auto = meta["layout"], meta["auto"]
+    p, t, r = lay["items_per_row"], lay["texels_per_item"], lay["rows_per_frame"]
+    i = np.arange(lay["item_count"])
+    x = (i % p)[:, None] * t + np.arange(2)
+    y = (clip["first_row"] + frame * r + auto["row_offset"] + i // p)[:, None].repeat(2, 1)
+    offset, scale = np.array(auto["decode"]["offset"]), np.array(auto["decode"]["scale"])
+    return offset + scale * channels[y, x]
+
+
+def auto_sample(meta: dict, channels: np.ndarray, clip: dict, s: float) -> np.ndarray:
+    """§6: interpolated like every value, on decoded values."""
+    count = clip["frame_count"]
+    s = s % count if clip["loop"] else min(max(s, 0.0), count - 1)
+    f0 = min(math.floor(s), count - 1)
+    v0 = auto_values(meta, channels, clip, f0)
+    return v0 + (s - f0) * (auto_values(meta, channels, clip, f0 + 1) - v0)
+
+
+def auto_factors(meta: dict, data: np.ndarray, idx: np.ndarray, w: np.ndarray, rest: np.ndarray):
+    """§9's factor of every vertex ``(N,)``, its pair sums written out over ``i < j``."""
+    a = meta["auto"]
+    tau, sigma, angle, head = data[:, 0, 0], data[:, 0, 1:], data[:, 1, 0], data[:, 1, 1:]
+    n = len(idx)
+    p_sum, t_sum, s_sum, d_sum = (np.zeros(n) for _ in range(4))
+    jh = np.zeros((n, 3))
+    for i in range(4):
+        for j in range(i + 1, 4):
+            ww = w[:, i] * w[:, j]
+            bi, bj = idx[:, i], idx[:, j]
+            da = angle[bi] - angle[bj]
+            p_sum += ww
+            t_sum += ww * (tau[bi] - tau[bj]) ** 2
+            s_sum += ww * np.sum((sigma[bi] - sigma[bj]) ** 2, axis=1)
+            d_sum += ww * da**2
+            jh += (ww * da)[:, None] * (head[bi] - head[bj])
+    joint = np.where(d_sum[:, None] > 0, jh / np.where(d_sum > 0, d_sum, 1.0)[:, None], 0.0)
+    r2 = rest[:, 3]
+    q = np.where(r2 > 0, np.sum((rest[:, :3] - joint) ** 2, axis=1) / np.where(r2 > 0, r2, 1.0), 0.0)
+    z2 = np.where(d_sum > 0, np.maximum(q - 1.0, 0.0), 0.0)
+    s = np.where(p_sum > 0, s_sum / np.where(p_sum > 0, p_sum, 1.0), 0.0) / a["quarter_turn_sq"]
+    k = a["width"] * np.maximum(s, 1e-12) ** (a["swing_exponent"] / 2)
+    top = a["twist_weight"] * t_sum + s_sum * np.exp(-k * z2) + a["epsilon_sq"] * p_sum
+    bottom = a["twist_weight"] * t_sum + s_sum + a["epsilon_sq"] * p_sum
+    return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 1.0)
 
 
 # ------------------------------------------------------------------------------- §7: mesh data
@@ -246,6 +305,7 @@ def check_embedded(meta: dict, channels: np.ndarray) -> None:
     assert block[:9].tolist() == header
     factor = meta["deform_factor"]["value"]
     assert math.isnan(block[9]) if factor is None else block[9] == np.float32(factor)
+    auto_table = int(block[20]) if meta.get("auto") else 0  # §11: float 20, the Auto table's index
     assert block[10:16].tolist() == [
         16,
         24,
@@ -260,6 +320,8 @@ def check_embedded(meta: dict, channels: np.ndarray) -> None:
         "BONE_MATRIX": [off[0, 0, 0], sc[0, 0, 0], 0, 0, 0, 0, 0, 0],
         "BONE_DQ": [off[0, 0, 0], sc[0, 0, 0], off[0, 1, 3], sc[0, 1, 3], 0, 0, 0, 0],
     }[meta["kind"]]
+    if auto_table:
+        glob[4] = auto_table
     np.testing.assert_array_equal(block[16:24], np.float32(glob))
     for c, clip in enumerate(clips):
         row = [clip["first_row"], clip["frame_count"], clip["sample_rate"], float(clip["loop"])]
@@ -272,6 +334,16 @@ def check_embedded(meta: dict, channels: np.ndarray) -> None:
             (off[:, :, 3], sc[:, :, 3]) if meta["kind"] == "BONE_MATRIX" else (off[:, 1, :3], sc[:, 1, :3])
         )
         np.testing.assert_array_equal(table[:, 3:], np.concatenate([t_off, t_sc], 1))
+    if meta.get("auto"):
+        a, at = meta["auto"], int(block[20])
+        assert at >= 24 + 4 * len(clips) + 9 * bones  # after the bone table
+        profile = {"ROUND": 1, "KEEP_VOLUME": 2}[a["profile"]]
+        head = [a["width"], a["swing_exponent"], a["twist_weight"], a["epsilon_sq"], a["quarter_turn_sq"],
+                a["row_offset"], profile, a["vertex_floats"]]  # fmt: skip
+        np.testing.assert_array_equal(block[at : at + 8], np.float32(head))
+        terms = block[at + 8 : at + 8 + 16 * bones].reshape(bones, 16)
+        np.testing.assert_array_equal(terms[:, :8], np.float32(a["decode"]["offset"]).reshape(bones, 8))
+        np.testing.assert_array_equal(terms[:, 8:], np.float32(a["decode"]["scale"]).reshape(bones, 8))
 
 
 # -------------------------------------------------------------------------------- the tests
@@ -385,3 +457,69 @@ def test_schema_covers_every_field_the_spec_names():
     text = SPEC.read_text(encoding="utf-8")
     for section in ("## 2. Reading the image", "## 6. Frames", "## 11. Embedded metadata block"):
         assert section in text
+
+
+@pytest.mark.parametrize("kind", ["BONE_MATRIX", "BONE_DQ"])
+def test_auto_from_the_spec_matches_the_addons_auto(addon, robot, tmp_path, kind):
+    arm, meshes = robot
+    for obj in meshes:
+        obj.hybrid_skin.factor_mode = "AUTO"  # the Round profile (stamped when Auto is chosen)
+    wave = clip_action("Wave")
+    pose = scene_pose(arm)
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
+    truth_cache: dict[float, list] = {}
+
+    def truth(frame: float) -> list:
+        """Per mesh: the add-on's positions with its own Auto factor, the factors, the object matrix."""
+        if frame not in truth_cache:
+            set_pose(arm, pose)
+            play(arm, wave, float(frame))
+            dg = bpy.context.evaluated_depsgraph_get()
+            truth_cache[frame] = [
+                (addon.api.deformed_positions(obj), bind.cached_bind(obj, dg).posed(dg).auto_factors(),
+                 np.array(obj.matrix_world)) for obj in meshes
+            ]  # fmt: skip
+        return truth_cache[frame]
+
+    for precision in ("PNG16", "EXR32"):
+        out = tmp_path / precision
+        out.mkdir()
+        bake(directory=str(out), kind=kind, precision=precision, action_source="LISTED",
+             actions=[{"name": wave.name, "use": True}], file_name="wave")  # fmt: skip
+        meta = json.loads((out / "wave.json").read_text(encoding="utf-8"))
+        jsonschema.validate(meta, json.loads(SCHEMA.read_text(encoding="utf-8")))
+        assert meta["auto"]["profile"] == "ROUND" and meta["deform_factor"]["mode"] == "AUTO"
+        lay, auto = meta["layout"], meta["auto"]
+        bone_rows = -(-lay["item_count"] // lay["items_per_row"])
+        assert lay["rows_per_frame"] == 2 * auto["row_offset"] == 2 * bone_rows
+        channels = read_image(out / meta["image"], precision)
+        check_embedded(meta, channels)
+        (clip,) = meta["clips"]
+        report = meta["error_report"]
+        samples = [k + h for k in range(clip["frame_count"]) for h in (0.0, 0.5)]
+        samples = [s for s in samples if clip["loop"] or s <= clip["frame_count"] - 1]
+        worst = {"frames": [0.0, 0.0], "mid_frames": [0.0, 0.0]}
+        names = meta["mesh_attributes"]
+        for s in samples:
+            where = "frames" if s % 1 == 0 else "mid_frames"
+            v = sample_values(meta, channels, clip, s)
+            data = auto_sample(meta, channels, clip, s)
+            frame = clip["frame_start"] + s * clip["frame_step"]
+            for obj, (want_p, want_f, world) in zip(meshes, truth(frame)):
+                idx = attribute(obj, names["bone_indices"], "FLOAT_COLOR", "color", 4, np.float32).astype(int)
+                w = attribute(obj, names["bone_weights"], "FLOAT_COLOR", "color", 4, np.float32).astype(float)
+                rest = attribute(obj, names["auto_rest"], "FLOAT_COLOR", "color", 4, np.float32).astype(float)
+                f = auto_factors(meta, data, idx, w, rest)
+                got = skin(meta, v, coordinates(obj), idx, w, f)
+                distance = float(np.linalg.norm((got - want_p) @ world[:3, :3].T, axis=-1).max())
+                factor = float(np.abs(f - want_f).max())
+                worst[where] = [max(worst[where][0], distance), max(worst[where][1], factor)]
+        diagonal = report["bbox_diagonal"]
+        for where, (distance, factor) in worst.items():
+            claims = report[where]["max"], report["auto"]["factor"][where]["max"]
+            print(f"{kind} {precision} {where}: position {distance:.3g} (claimed {claims[0]:.3g}), "
+                  f"factor {factor:.3g} (claimed {claims[1]:.3g})")  # fmt: skip
+            assert distance <= report[where]["max"] + SLACK * diagonal, (precision, where)
+            assert factor <= report["auto"]["factor"][where]["max"] + 1e-5, (precision, where)
+        if precision == "EXR32":  # float32 data: the add-on's own factors at stored frames
+            assert worst["frames"][1] < 1e-3
