@@ -3,7 +3,8 @@
  * The vertex stage is animtex_vertex.glsl (+ animtex_bone.glsl for bone kinds, with CROWD_BONES defined)
  * followed by this file, so the preview plays exactly what the decoders (and an engine) compute.
  * Inputs per vertex: rest_position / rest_normal (mesh space), item (VERTEX: texel index of the vertex),
- * part (which mesh of the character), bones / weights (bone kinds: 4 bone indices and weights).
+ * part (which mesh of the character), bones / weights (bone kinds: 4 bone indices and weights), auto_rest
+ * (bone bakes that carry Auto: the vertex's Auto rest data; deform_factor < 0 plays Auto).
  * The crowd texture holds per instance (column gl_InstanceID) the grid offset and time offset (row 0)
  * and the clip (row 1), and per part (row 2 + part) the top three rows of its object matrix.
  * output_mode (hybrid_skin/animtex/crowd.py): 0 lit colour, 1 scene position and instance number per
@@ -24,8 +25,8 @@ void main()
   vec3 p, n;
 #ifdef CROWD_BONES
   AnimtexBoneInfo info = animtex_bone_info(animation);
-  animtex_bone_skin(animation, info, clip, clip_sample, bones, weights, deform_factor, rest_position,
-                    rest_normal, p, n);
+  animtex_bone_skin_crossfade_auto(animation, info, clip, clip_sample, clip, clip_sample, 0.0, bones, weights,
+                                   auto_rest, deform_factor, rest_position, rest_normal, p, n);
 #else
   AnimtexVertexInfo info = animtex_vertex_info(animation);
   animtex_vertex_sample(animation, info, clip, item, clip_sample, rest_position, p, n);

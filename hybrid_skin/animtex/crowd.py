@@ -39,6 +39,9 @@ from .files import read_image
 from .scene import find_target
 from .summary import last_summary
 
+#: The runtime factor that plays Auto (``animtex_bone_skin_crossfade_auto``: a negative factor).
+AUTO_FACTOR = -1.0
+
 __all__ = ["CrowdPreview", "hide", "is_active", "preview_for", "show", "stats_line"]
 
 #: ``output_mode`` of the crowd shader (``shaders/animtex_crowd_*.glsl``): lit colour, scene position and
@@ -63,7 +66,9 @@ class CrowdPreview:
     """GPU resources for one baked character: the animation texture, the crowd texture and one batch.
 
     ``parts``: per mesh a dict with ``positions``, ``normals`` ``(N, 3)``, ``triangles`` ``(T, 3)``,
-    ``items`` ``(N,)`` texel indices, ``bones``/``weights`` ``(N, 4)`` (bone kinds) and ``matrix`` (4, 4).
+    ``items`` ``(N,)`` texel indices, ``bones``/``weights`` ``(N, 4)`` (bone kinds), ``auto_rest``
+    ``(N, 4)`` (bone kinds that carry Auto) and ``matrix`` (4, 4). A bake that carries Auto plays Auto
+    (``deform_factor`` -1, the decoders' convention), any other its sidecar's factor.
     """
 
     def __init__(self, meta: dict, channels: np.ndarray, parts: list[dict], layout: CrowdLayout):
@@ -76,6 +81,8 @@ class CrowdPreview:
         self.program = shaders.get("crowd", variant)  # compile now: errors reach the operator
         baked = meta["deform_factor"]["value"]  # None when the bake had no single factor
         self.deform_factor = DEFAULT_FACTOR if baked is None else float(baked)
+        if meta.get("auto") and self.kind is not Kind.VERTEX:
+            self.deform_factor = AUTO_FACTOR
         self.count = len(layout.clips)
         self.layout = layout
         self.animation = float_texture(channels)  # float32: PNG codes / Q and EXR values exactly
@@ -163,6 +170,8 @@ def _mesh_parts(meta: dict, obj: bpy.types.Object, scene: bpy.types.Scene) -> li
             "triangles": bridge.triangle_vertices(mesh),
         }
         wanted = ["texel_index"] if meta["kind"] == "VERTEX" else ["bone_indices", "bone_weights"]
+        auto = meta["kind"] != "VERTEX" and bool(meta.get("auto"))
+        wanted += ["auto_rest"] if auto else []
         missing = [names[k] for k in wanted if names.get(k) not in mesh.attributes]
         if missing:
             raise HybridSkinError(f"'{mesh_obj.name}' lacks {missing}: bake again with Mesh Data on")
@@ -172,6 +181,8 @@ def _mesh_parts(meta: dict, obj: bpy.types.Object, scene: bpy.types.Scene) -> li
             part["items"] = np.zeros(len(mesh.vertices), np.int32)
             part["bones"] = bridge.point_attribute(mesh, names["bone_indices"], "color", 4)
             part["weights"] = bridge.point_attribute(mesh, names["bone_weights"], "color", 4)
+            if auto:
+                part["auto_rest"] = bridge.point_attribute(mesh, names["auto_rest"], "color", 4)
         parts.append(part)
     return parts
 

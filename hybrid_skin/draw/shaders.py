@@ -106,6 +106,7 @@ CROWD_VERTEX_INPUTS = (
     ("INT", "part"),
     ("IVEC4", "bones"),
     ("VEC4", "weights"),
+    ("VEC4", "auto_rest"),
 )
 CROWD_PUSH_CONSTANTS = (
     ("MAT4", "view_projection"),

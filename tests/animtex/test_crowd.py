@@ -99,7 +99,13 @@ def decoded_crowd(core, crowd_core, texture, meta, parts, layout, seconds, facto
                 idx, w = (
                     point_colors(obj, name) for name in ("animtex_bone_indices", "animtex_bone_weights")
                 )
-                p, n = decode.skin_with_bone_frames(frames, rest, idx.astype(int), w, factor, rest_n)
+                f = factor
+                if factor < 0:  # Auto: the core's factors of the decoded Auto data (core/animtex/auto.py)
+                    auto = importlib.import_module(core.__name__ + ".auto")
+                    data = auto.decode_auto(texture, clip, at)
+                    rest_data = point_colors(obj, "animtex_auto_rest")
+                    f = auto.texture_factors(texture, data, idx.astype(np.int32), w, rest_data)
+                p, n = decode.skin_with_bone_frames(frames, rest, idx.astype(int), w, f, rest_n)
                 local.append((p[0], n[0]))
         for obj, (p, n) in zip(parts, local):
             m = np.array(obj.matrix_world)
@@ -123,14 +129,17 @@ NORMAL_TOL = 1e-5  # unit normals, absolute
 
 
 @pytest.mark.parametrize(
-    ("kind", "precision"), [("VERTEX", "PNG16"), ("BONE_DQ", "PNG16"), ("BONE_MATRIX", "EXR16")]
+    ("kind", "precision", "auto"),
+    [("VERTEX", "PNG16", False), ("BONE_DQ", "PNG16", False), ("BONE_MATRIX", "EXR16", False),
+     ("BONE_DQ", "EXR16", True)],  # fmt: skip
 )
 def test_the_crowd_shader_plays_what_the_numpy_decoders_decode(
-    gpu_context, modules, tmp_path, kind, precision
+    gpu_context, modules, tmp_path, kind, precision, auto
 ):
     """Every vertex of every instance, read back from the crowd shader (one point each into an RGBA32F
     target), equals the numpy decoders' value at that instance's clip and time: two parts with their own
-    object transforms, clips of different lengths, looping and not."""
+    object transforms, clips of different lengths, looping and not; ``auto``: the meshes in factor mode
+    Auto, so the bake carries Auto and the preview plays each vertex's Auto factor."""
     crowd, core = modules
     crowd_core = importlib.import_module(core.__name__ + ".crowd")
     arm, body = swinging_character("Crowd")
@@ -140,12 +149,16 @@ def test_the_crowd_shader_plays_what_the_numpy_decoders_decode(
     other = Matrix.LocRotScale((1.0, 0.5, 0.0), Euler((0.0, 0.4, -0.2)), (0.8, 0.8, 1.3))
     part = second_part(arm, "CrowdThin", body.matrix_world.copy() if kind != "VERTEX" else other)
     bpy.data.actions["Left"].use_frame_range = bpy.data.actions["Left"].use_cyclic = True  # one loop
+    for obj in (body, part) if auto else ():
+        obj.hybrid_skin.factor_mode = "AUTO"
     assert bpy.ops.hybrid_skin.bake_animation_texture(
         directory=str(tmp_path), kind=kind, precision=precision, action_source="ALL"
     ) == {"FINISHED"}
     meta = core.loads((tmp_path / f"{arm.name}_{kind.lower()}.json").read_text())
     texture = core.texture_from_metadata(meta, crowd.read_image(str(tmp_path / meta["image"])))
+    assert bool(meta.get("auto")) == auto
     preview = crowd.preview_for(arm, bpy.context.scene, count=7, spacing=3.0, seed=3)
+    assert (preview.deform_factor < 0) == auto  # Auto: each vertex's own factor
     parts = sorted([body, part], key=lambda o: o.name)
     try:
         for seconds in (0.0, 0.21, 1.37):  # 1.37 s wraps the loop and replays the other clip

@@ -56,11 +56,12 @@ def crowd_vertices(parts: list[dict]) -> tuple[dict[str, np.ndarray], np.ndarray
     """The character's vertex columns (the crowd shader's inputs) and ``(T, 3)`` int32 triangles.
 
     ``parts``: per mesh ``positions``, ``normals`` ``(N, 3)``, ``triangles`` ``(T, 3)``, ``items``
-    ``(N,)`` texel indices and, for bone kinds, ``bones``/``weights`` ``(N, 4)``. Integer columns
-    (``item``, ``part``, ``bones``) are int32, the others float32.
+    ``(N,)`` texel indices and, for bone kinds, ``bones``/``weights`` ``(N, 4)`` and, where the bake carries
+    Auto, ``auto_rest`` ``(N, 4)`` (zeros otherwise). Integer columns (``item``, ``part``, ``bones``) are
+    int32, the others float32.
     """
     columns: dict[str, list[np.ndarray]] = {
-        name: [] for name in ("rest_position", "rest_normal", "item", "part", "bones", "weights")
+        name: [] for name in ("rest_position", "rest_normal", "item", "part", "bones", "weights", "auto_rest")
     }
     triangles, start = [], 0
     for p, part in enumerate(parts):
@@ -71,6 +72,7 @@ def crowd_vertices(parts: list[dict]) -> tuple[dict[str, np.ndarray], np.ndarray
         columns["part"].append(np.full(n, p))
         columns["bones"].append(part.get("bones", np.zeros((n, 4))))
         columns["weights"].append(part.get("weights", np.zeros((n, 4))))
+        columns["auto_rest"].append(part.get("auto_rest", np.zeros((n, 4))))
         triangles.append(np.asarray(part["triangles"]) + start)
         start += n
     integer = {"item", "part", "bones"}
