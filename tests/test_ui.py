@@ -207,7 +207,9 @@ def test_the_bake_dialog_draws_its_settings(ui):
     rna = operator_properties(cls.bl_idname)
     layout = RecordingLayout()
     actions = [SimpleNamespace(name="Walk", use=True, bl_rna=rna.properties["actions"].fixed_type)]
-    dialog = Drawn(cls, layout, bl_rna=rna, actions=actions, tolerance=0.0, action_source="LISTED")
+    dialog = Drawn(
+        cls, layout, bl_rna=rna, actions=actions, tolerance=0.0, action_source="LISTED", kind="BONE_DQ"
+    )
     cls.draw(dialog, bpy.context)
     assert layout.props() == [
         "directory",
@@ -218,6 +220,7 @@ def test_the_bake_dialog_draws_its_settings(ui):
         "tolerance",
         "action_source",
         "unkeyed_bones_at_rest",
+        "runtime_auto",
         "use",
         "max_width",
         "power_of_two",

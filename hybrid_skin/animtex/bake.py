@@ -136,6 +136,11 @@ class TextureBake:
             self.warnings.append(left_out)
         #: The round Auto profile a bone texture carries (its meshes in factor mode Auto), else None.
         self.auto_profile = self._runtime_auto()
+        if self.auto_profile and options.export_babylon:
+            self.warnings.append(
+                "Babylon.js's own player plays LBS only: the Auto this texture carries plays in the three.js "
+                "runtime and the shader ports, not in Babylon.js"
+            )
         if options.export_gltf:  # before anything is written: the export's names must be free
             check_names(self.parts, self._attributes()[1])
         # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)

@@ -127,6 +127,9 @@ class HYBRID_SKIN_OT_bake_animation_texture(JobOperator, bpy.types.Operator):
         layout.prop(self, "tolerance")
         layout.prop(self, "action_source")
         layout.prop(self, "unkeyed_bones_at_rest")
+        col = layout.column()
+        col.active = self.kind != "VERTEX"  # VERTEX bakes Auto into the positions anyway
+        col.prop(self, "runtime_auto")
         if self.action_source == "LISTED":
             box = layout.box().column(align=True)
             for item in self.actions:
