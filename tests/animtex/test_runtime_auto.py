@@ -160,3 +160,15 @@ def test_the_bake_option_carries_auto_for_meshes_in_another_mode(addon, animtex,
     assert obj.hybrid_skin.factor_mode == "GLOBAL"  # the option leaves the object's own
     diag = bbox_diagonal(coordinates(obj))
     assert result.report["frames"]["max"] < 1e-2 * diag
+
+
+def test_a_babylon_export_of_an_auto_bake_says_babylon_plays_lbs(addon, animtex, tmp_path):
+    arm, obj = auto_limb()
+    options = animtex.BakeOptions(
+        directory=str(tmp_path), kind="BONE_MATRIX", precision="PNG16", file_name="vat", export_gltf=True,
+        export_babylon=True,
+    )  # fmt: skip
+    result = animtex.bake(bpy.context, arm, options)
+    assert result.metadata["auto"]["profile"] == "ROUND" and result.babylon_path
+    (warning,) = [w for w in result.warnings if "Babylon.js" in w]
+    assert "plays LBS only" in warning and "\n" not in warning
