@@ -114,7 +114,14 @@ def print_result(result) -> None:
     f = result.metadata["deform_factor"]
     number = "per vertex" if f["value"] is None else f"{f['value']:g}"
     where = "baked in" if f["baked"] else "at runtime"
-    print(f"  deform factor {number} ({f['mode']}, {where}, from {f['source']})")
+    auto = result.metadata.get("auto")
+    if auto is not None:  # the runtime computes Auto; the slider's number is for runtimes that play one
+        print(f"  deform factor Auto per vertex ({auto['profile']}, at runtime; one factor: {number})")
+        stats = report["auto"]["factor"]["overall"]
+        if stats is not None:
+            print(f"  Auto factor vs the add-on's: max {stats['max']:.4g}, mean {stats['mean']:.4g}")
+    else:
+        print(f"  deform factor {number} ({f['mode']}, {where}, from {f['source']})")
     for name in ("frames", "mid_frames", "overall"):
         stats = report[name]
         if stats is not None:
