@@ -380,7 +380,7 @@ float animtex_auto_factor(sampler2D tex, AnimtexBoneInfo info, AnimtexAutoInfo a
       sums = hs_round_begin(x1, x2); /* relative to the first influence, as the numpy twin */
       first = false;
     }
-    hs_round_add(sums, w, x1, x2);
+    sums = hs_round_add(sums, w, x1, x2);
   }
   return hs_round_finish(sums, rest_data, auto_info.shape);
 }

@@ -188,7 +188,7 @@ float hs_round_factor(ivec2 span, vec4 rest_data, float width)
   for (int e = 0; e < span.y; e++) {
     vec2 bw = hs_influence_entry(span.x + e);
     int bone = int(bw.x);
-    hs_round_add(sums, bw.y, hs_bone_texel(bone, HS_AUTO_TEXEL), hs_bone_texel(bone, HS_AUTO_TEXEL + 1));
+    sums = hs_round_add(sums, bw.y, hs_bone_texel(bone, HS_AUTO_TEXEL), hs_bone_texel(bone, HS_AUTO_TEXEL + 1));
   }
   HsRoundShape shape;
   shape.width = width;

@@ -5,7 +5,7 @@
  * functions, so a change of the profile is made here and regenerated, never rewritten per port:
  *
  *   HsRoundSums s = hs_round_begin(x1 of the first influence, x2 of the first influence);
- *   for each influence (bone data x1 = (tau, sigma_xyz), x2 = (A, H_xyz), weight w): hs_round_add(s, w, x1, x2);
+ *   for each influence (bone data x1 = (tau, sigma_xyz), x2 = (A, H_xyz), weight w): s = hs_round_add(s, w, x1, x2);
  *   f = hs_round_finish(s, rest_data, shape);
  *
  * Over the vertex's influences the pair sums P = sum_{i<j} w_i w_j, T = sum w_i w_j dtau^2,
@@ -18,7 +18,10 @@
  *   f = (twist_weight T + S F + epsilon_sq P) / (twist_weight T + S + epsilon_sq P),   1 without pairs.
  *
  * The subset every port takes as it is: vecN types (make_ports.py writes floatN for HLSL), constructors with
- * every component, no struct constructors, no globals, no built-ins beyond dot, max, exp and log.
+ * every component, no struct constructors, structs passed by value and returned, no globals, no built-ins
+ * beyond dot, max, exp and log. Names are long enough not to meet a caller's resources (Blender's Vulkan
+ * and Metal backends declare push constants as macros: a parameter `weight` broke a test shader with a
+ * `weight` push constant).
  */
 
 struct HsRoundShape {
@@ -64,27 +67,30 @@ HsRoundSums hs_round_begin(vec4 origin1, vec4 origin2)
   return s;
 }
 
-/* One influence of weight `weight` whose bone has the Auto data data1 = (tau, sigma_xyz), data2 = (A, H_xyz). */
-void hs_round_add(inout HsRoundSums s, float weight, vec4 data1, vec4 data2)
+/* The sums with one more influence, of weight `influence_weight`, whose bone has the Auto data
+ * data1 = (tau, sigma_xyz), data2 = (A, H_xyz). */
+HsRoundSums hs_round_add(HsRoundSums s, float influence_weight, vec4 data1, vec4 data2)
 {
+  float w = influence_weight;
   vec4 x1 = data1 - s.origin1;
   vec4 x2 = data2 - s.origin2;
   vec4 d1 = x1 - s.mean1;
   vec4 d2 = x2 - s.mean2;
-  s.sum_t += weight * (s.total * d1.x * d1.x + s.dev1.x);
-  s.sum_s += weight * (s.total * dot(d1.yzw, d1.yzw) + s.dev1.y + s.dev1.z + s.dev1.w);
-  s.sum_aa += weight * (s.total * d2.x * d2.x + s.dev_a);
-  s.sum_ah += weight * (s.total * d2.x * d2.yzw + s.co_ah);
-  s.pairs += weight * s.total;
-  s.total += weight;
-  float r = s.total > 0.0 ? weight / s.total : 0.0;
+  s.sum_t += w * (s.total * d1.x * d1.x + s.dev1.x);
+  s.sum_s += w * (s.total * dot(d1.yzw, d1.yzw) + s.dev1.y + s.dev1.z + s.dev1.w);
+  s.sum_aa += w * (s.total * d2.x * d2.x + s.dev_a);
+  s.sum_ah += w * (s.total * d2.x * d2.yzw + s.co_ah);
+  s.pairs += w * s.total;
+  s.total += w;
+  float r = s.total > 0.0 ? w / s.total : 0.0;
   s.mean1 += r * d1;
   s.mean2 += r * d2;
   vec4 e1 = x1 - s.mean1;
   vec4 e2 = x2 - s.mean2;
-  s.dev1 += weight * d1 * e1; /* West's weighted update: both factors share a sign */
-  s.dev_a += weight * d2.x * e2.x;
-  s.co_ah += weight * d2.x * e2.yzw;
+  s.dev1 += w * d1 * e1; /* West's weighted update: both factors share a sign */
+  s.dev_a += w * d2.x * e2.x;
+  s.co_ah += w * d2.x * e2.yzw;
+  return s;
 }
 
 /* The factor from the sums, the vertex's rest data (x, y, z, r^2) and the profile's constants. */

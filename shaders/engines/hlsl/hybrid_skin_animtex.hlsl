@@ -525,27 +525,30 @@ HsRoundSums hs_round_begin(float4 origin1, float4 origin2)
   return s;
 }
 
-/* One influence of weight `weight` whose bone has the Auto data data1 = (tau, sigma_xyz), data2 = (A, H_xyz). */
-void hs_round_add(inout HsRoundSums s, float weight, float4 data1, float4 data2)
+/* The sums with one more influence, of weight `influence_weight`, whose bone has the Auto data
+ * data1 = (tau, sigma_xyz), data2 = (A, H_xyz). */
+HsRoundSums hs_round_add(HsRoundSums s, float influence_weight, float4 data1, float4 data2)
 {
+  float w = influence_weight;
   float4 x1 = data1 - s.origin1;
   float4 x2 = data2 - s.origin2;
   float4 d1 = x1 - s.mean1;
   float4 d2 = x2 - s.mean2;
-  s.sum_t += weight * (s.total * d1.x * d1.x + s.dev1.x);
-  s.sum_s += weight * (s.total * dot(d1.yzw, d1.yzw) + s.dev1.y + s.dev1.z + s.dev1.w);
-  s.sum_aa += weight * (s.total * d2.x * d2.x + s.dev_a);
-  s.sum_ah += weight * (s.total * d2.x * d2.yzw + s.co_ah);
-  s.pairs += weight * s.total;
-  s.total += weight;
-  float r = s.total > 0.0 ? weight / s.total : 0.0;
+  s.sum_t += w * (s.total * d1.x * d1.x + s.dev1.x);
+  s.sum_s += w * (s.total * dot(d1.yzw, d1.yzw) + s.dev1.y + s.dev1.z + s.dev1.w);
+  s.sum_aa += w * (s.total * d2.x * d2.x + s.dev_a);
+  s.sum_ah += w * (s.total * d2.x * d2.yzw + s.co_ah);
+  s.pairs += w * s.total;
+  s.total += w;
+  float r = s.total > 0.0 ? w / s.total : 0.0;
   s.mean1 += r * d1;
   s.mean2 += r * d2;
   float4 e1 = x1 - s.mean1;
   float4 e2 = x2 - s.mean2;
-  s.dev1 += weight * d1 * e1; /* West's weighted update: both factors share a sign */
-  s.dev_a += weight * d2.x * e2.x;
-  s.co_ah += weight * d2.x * e2.yzw;
+  s.dev1 += w * d1 * e1; /* West's weighted update: both factors share a sign */
+  s.dev_a += w * d2.x * e2.x;
+  s.co_ah += w * d2.x * e2.yzw;
+  return s;
 }
 
 /* The factor from the sums, the vertex's rest data (x, y, z, r^2) and the profile's constants. */
@@ -636,7 +639,7 @@ float animtex_auto_factor(Texture2D<float4> tex, AnimtexBoneInfo info, AnimtexAu
       sums = hs_round_begin(x1, x2);
       first = false;
     }
-    hs_round_add(sums, w, x1, x2);
+    sums = hs_round_add(sums, w, x1, x2);
   }
   return hs_round_finish(sums, rest_data, auto_info.shape);
 }
