@@ -39,6 +39,7 @@ import numpy as np
 
 __all__ = [
     "FactorComparison",
+    "blended_vertices",
     "dominating_factors",
     "largest_factor_step",
     "JointMeasure",
@@ -440,6 +441,12 @@ def dominating_factors(
         if np.all(other <= own + tolerance) and np.any(other < own - tolerance):
             out.append(float(f))
     return out
+
+
+def blended_vertices(weights: np.ndarray, min_weight: float = 1e-3) -> np.ndarray:
+    """``(N,)`` bool: the vertices with at least two weights above ``min_weight`` (the regions' threshold),
+    the ones whose factor changes anything (for :func:`largest_factor_step`)."""
+    return (np.asarray(weights) > min_weight).sum(axis=1) >= 2
 
 
 def largest_factor_step(

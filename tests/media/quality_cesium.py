@@ -4,7 +4,8 @@
 walk sampled every other frame; at each frame the add-on's ``analyze`` measures LBS, DQS, the best single
 factor and every Auto profile. Nothing here was seen by ``tools/fit_auto.py``. Per joint and method the
 table gives bulge, shrink and the local volume change at the frame where the joint bends most; then, over
-the frames where it bends at least 30°, how often Auto (round) is at least as good as Auto 0.1.
+the frames where it bends at least 30°, how often Auto (round) is at least as good as Auto 0.1; then each Auto
+profile's largest factor step across an edge whose vertices blend, over the whole mesh and walk.
 CesiumMan's knee and elbow regions are no tubes around the bones (the weights reach far into the thigh,
 the mesh has clothing folds), so even LBS shows a large "bulge": compare the methods with each other, not
 with the canonical limbs.
@@ -24,8 +25,9 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 import hybrid_skin  # noqa: E402
+from hybrid_skin import bridge  # noqa: E402
 from hybrid_skin.analyze import operators as analyze_ops  # noqa: E402
-from hybrid_skin.core import autofactor  # noqa: E402
+from hybrid_skin.core import autofactor, metrics  # noqa: E402
 from hybrid_skin.rig import bind  # noqa: E402
 from tests.support.assets import import_gltf, play  # noqa: E402
 
@@ -42,27 +44,41 @@ METHODS = {
 FRAME_STEP = 2.0
 
 
-def walk() -> dict[str, list[tuple[float, float, dict]]]:
-    """Per joint: (frame, bend in degrees, method → JointMeasure) at every sampled frame."""
+def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[float, float]]]:
+    """Per joint: (frame, bend in degrees, method → JointMeasure) at every sampled frame; per Auto profile:
+    (largest factor step across an edge whose vertices blend, the frame of it)."""
     arm, (man,) = import_gltf(ROOT / "assets" / "CesiumMan.gltf")
     bpy.context.view_layer.objects.active = man
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     action = next(iter(bpy.data.actions))
     start, end = action.frame_range
     out: dict[str, list] = {name: [] for name in JOINTS}
+    steps = {profile: (0.0, start) for profile in autofactor.PROFILES}
+    triangles = bridge.triangle_vertices(man.data)
     for frame in np.arange(start, end + 1e-6, FRAME_STEP):
         play(arm, action, float(frame))
         bpy.context.view_layer.objects.active = man
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
         result = analyze_ops._state().analyses[man.session_uid]
         angles = bend_angles(man)
+        for profile, step in factor_steps(man, triangles).items():
+            steps[profile] = max(steps[profile], (step, float(frame)))
         for name, node in JOINTS.items():
             child = next((c for c, label in result.labels.items() if label == node), None)
             if child is None:  # the joint did not move at this frame
                 continue
             measures = {m: result.comparison.rows[m][1].joint(child) for m in METHODS}
             out[name].append((float(frame), angles[node], measures))
-    return out
+    return out, steps
+
+
+def factor_steps(man: bpy.types.Object, triangles: np.ndarray) -> dict[str, float]:
+    """Each Auto profile's largest factor step across an edge whose two vertices blend, at this frame."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    posed = bind.cached_bind(man, dg).posed(dg)
+    blended = metrics.blended_vertices(posed.bind.binding.weights)
+    factors = {p: posed.auto_factors(p) for p in autofactor.PROFILES}
+    return {p: metrics.largest_factor_step(f, triangles, blended) for p, f in factors.items()}
 
 
 def bend_angles(man: bpy.types.Object) -> dict[str, float]:
@@ -111,10 +127,13 @@ def main() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     hybrid_skin.register()
     try:
-        samples = walk()
+        samples, steps = walk()
         print(markdown(samples))
         print()
         print(comparison(samples))
+        print()
+        shown = ", ".join(f"{p} {s:.3f} (frame {f:g})" for p, (s, f) in steps.items())
+        print(f"largest factor step across an edge over the walk: {shown}")
     finally:
         hybrid_skin.unregister()
 

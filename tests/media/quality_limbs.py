@@ -70,7 +70,7 @@ def measure(name: str) -> dict:
 
     fields = profile_factors(cp)
     rows = metrics.compare_factors(setup, cp.deform, skin_with, auto=fields).rows
-    blended = (limb.weights > 1e-3).sum(axis=1) >= 2
+    blended = metrics.blended_vertices(limb.weights)
     steps = {p: metrics.largest_factor_step(f, limb.mesh.triangles, blended) for p, f in fields.items()}
     dominated = {p: metrics.dominating_factors(setup, cp.deform, skin_with, f) for p, f in fields.items()}
     return {"pose": cp, "rows": rows, "fields": fields, "steps": steps, "dominated": dominated}
