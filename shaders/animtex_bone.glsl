@@ -326,6 +326,7 @@ AnimtexAutoInfo animtex_auto_info(sampler2D tex, AnimtexBoneInfo info)
   a.shape.twist_weight = a.table > 0 ? animtex_read_float(tex, a.table + 2) : 0.0;
   a.shape.epsilon_sq = a.table > 0 ? animtex_read_float(tex, a.table + 3) : 0.0;
   a.shape.quarter_turn_sq = a.table > 0 ? animtex_read_float(tex, a.table + 4) : 1.0;
+  a.shape.presence = a.table > 0 ? animtex_read_float(tex, a.table + 8) : 0.0;
   return a;
 }
 
@@ -335,7 +336,7 @@ void animtex_auto_at(sampler2D tex, AnimtexBoneInfo info, AnimtexAutoInfo auto_i
                      float alpha, out vec4 data1, out vec4 data2)
 {
   ivec2 t = animtex_item_texel(bone, info.kind == 1 ? 3 : 2, info.items_per_row);
-  int base = auto_info.table + 8 + 16 * bone;
+  int base = auto_info.table + 12 + 16 * bone;
   vec4 off1 = vec4(animtex_read_float(tex, base), animtex_read_float(tex, base + 1),
                    animtex_read_float(tex, base + 2), animtex_read_float(tex, base + 3));
   vec4 off2 = vec4(animtex_read_float(tex, base + 4), animtex_read_float(tex, base + 5),
@@ -362,8 +363,10 @@ float animtex_auto_factor(sampler2D tex, AnimtexBoneInfo info, AnimtexAutoInfo a
                           vec4 bone_weights, vec4 rest_data)
 {
   HsRoundSums sums = hs_round_begin(vec4(0.0, 0.0, 0.0, 0.0), vec4(0.0, 0.0, 0.0, 0.0));
+  vec4 swings[4]; /* each influence's (tau, sigma_xyz), kept for the second pass */
   bool first = true;
   for (int k = 0; k < 4; k++) {
+    swings[k] = vec4(0.0, 0.0, 0.0, 0.0);
     float w = bone_weights[k];
     if (w == 0.0) {
       continue;
@@ -381,6 +384,12 @@ float animtex_auto_factor(sampler2D tex, AnimtexBoneInfo info, AnimtexAutoInfo a
       first = false;
     }
     sums = hs_round_add(sums, w, x1, x2);
+    swings[k] = x1;
+  }
+  for (int k = 0; k < 4; k++) {
+    if (bone_weights[k] != 0.0) {
+      sums = hs_round_spread(sums, bone_weights[k], swings[k]);
+    }
   }
   return hs_round_finish(sums, rest_data, auto_info.shape);
 }

@@ -23,8 +23,8 @@
  *                      to its nearest bone (autofactor.vertex_geometry), for the round profiles
  * Defines: HS_DQS_ONLY / HS_LBS_ONLY compile single-method variants (benchmarks, A/B comparisons);
  * HS_AUTO_SWING, HS_AUTO_RANGE, HS_AUTO_EPSILON_SQ, HS_ROUND_SWING_EXPONENT, HS_ROUND_TWIST_WEIGHT,
- * HS_QUARTER_TURN_SQ, HS_AUTO_TEXEL and HS_FACTOR_MODE_AUTO_* come from the Python modules that own them
- * (core/autofactor.py, core/gpu_layout.py, draw/shaders.py).
+ * HS_ROUND_PRESENCE, HS_QUARTER_TURN_SQ, HS_AUTO_TEXEL and HS_FACTOR_MODE_AUTO_* come from the Python modules
+ * that own them (core/autofactor.py, core/gpu_layout.py, draw/shaders.py).
  */
 
 vec4 hs_bone_texel(int bone, int texel)
@@ -180,7 +180,8 @@ float hs_auto_factor(ivec2 span)
 
 /* Auto profiles "ROUND" and "KEEP_VOLUME" (core/autofactor.py::round_factors; their width is params.factors.z):
  * hybrid_skin_round.glsl's one formula (prepended) over the vertex's influences, with both Auto texels
- * x1 = (tau, sigma_xyz), x2 = (A, H_xyz) of each bone, and rest_data = (x, r^2); 1 without pairs. */
+ * x1 = (tau, sigma_xyz), x2 = (A, H_xyz) of each bone, and rest_data = (x, r^2): the pair sums in one pass, the
+ * swing vectors' spread for the presence in a second (one more texel per influence); 1 without pairs. */
 float hs_round_factor(ivec2 span, vec4 rest_data, float width)
 {
   int first = span.y > 0 ? int(hs_influence_entry(span.x).x) : 0;
@@ -190,12 +191,17 @@ float hs_round_factor(ivec2 span, vec4 rest_data, float width)
     int bone = int(bw.x);
     sums = hs_round_add(sums, bw.y, hs_bone_texel(bone, HS_AUTO_TEXEL), hs_bone_texel(bone, HS_AUTO_TEXEL + 1));
   }
+  for (int e = 0; e < span.y; e++) {
+    vec2 bw = hs_influence_entry(span.x + e);
+    sums = hs_round_spread(sums, bw.y, hs_bone_texel(int(bw.x), HS_AUTO_TEXEL));
+  }
   HsRoundShape shape;
   shape.width = width;
   shape.swing_exponent = HS_ROUND_SWING_EXPONENT;
   shape.twist_weight = HS_ROUND_TWIST_WEIGHT;
   shape.epsilon_sq = HS_AUTO_EPSILON_SQ;
   shape.quarter_turn_sq = HS_QUARTER_TURN_SQ;
+  shape.presence = HS_ROUND_PRESENCE;
   return hs_round_finish(sums, rest_data, shape);
 }
 

@@ -1,11 +1,12 @@
 /* Auto's round profiles ("ROUND", "KEEP_VOLUME"): the GLSL twin of hybrid_skin/core/autofactor.py::round_factors,
  * written once. The live display (hybrid_skin_lib.glsl, bone data from its bone texture), the animation
  * texture decoders (animtex_bone.glsl, bone data decoded from a bake that carries Auto) and, through
- * tools/make_ports.py, the engine ports (HLSL: Unity, Unreal; Godot) all compute the factor with these three
+ * tools/make_ports.py, the engine ports (HLSL: Unity, Unreal; Godot) all compute the factor with these four
  * functions, so a change of the profile is made here and regenerated, never rewritten per port:
  *
  *   HsRoundSums s = hs_round_begin(x1 of the first influence, x2 of the first influence);
  *   for each influence (bone data x1 = (tau, sigma_xyz), x2 = (A, H_xyz), weight w): s = hs_round_add(s, w, x1, x2);
+ *   for each influence again:                                                         s = hs_round_spread(s, w, x1);
  *   f = hs_round_finish(s, rest_data, shape);
  *
  * Over the vertex's influences the pair sums P = sum_{i<j} w_i w_j, T = sum w_i w_j dtau^2,
@@ -14,22 +15,26 @@
  * cancellation of W sum w x^2 - (sum w x)^2), relative to the first influence's data as the numpy twin does
  * (nearby values subtract exactly). Then the vertex's joint J = (sum dA dH) / (sum dA^2),
  * z^2 = |x - J|^2 / r^2 - 1 from rest_data = (x, r^2) (autofactor.vertex_geometry), F = exp(-k z^2) with
- * k = width (theta / 90 deg)^swing_exponent, theta^2 = S / P, and
- *   f = (twist_weight T + S F + epsilon_sq P) / (twist_weight T + S + epsilon_sq P),   1 without pairs.
+ * k = width (theta / 90 deg)^swing_exponent, theta^2 = S / P. The second pass takes the deviations d of the
+ * swing vectors from their weighted mean (known only after the first): M2 = sum w |d|^2, M4 = sum w |d|^4,
+ * the swinging weight a = (M2 / M4) (M2 / W) (that order: tiny weights neither underflow nor overflow) and
+ * the presence pi = a^3 / (a^3 + presence^3), which fades the profile in where a swinging weight ends; then
+ *   f = 1 - pi S (1 - F) / (twist_weight T + S + epsilon_sq P),   1 without pairs.
  *
  * The subset every port takes as it is: vecN types (make_ports.py writes floatN for HLSL), constructors with
  * every component, no struct constructors, structs passed by value and returned, no globals, no built-ins
- * beyond dot, max, exp and log. Names are long enough not to meet a caller's resources (Blender's Vulkan
+ * beyond dot, min, max, exp and log. Names are long enough not to meet a caller's resources (Blender's Vulkan
  * and Metal backends declare push constants as macros: a parameter `weight` broke a test shader with a
  * `weight` push constant).
  */
 
 struct HsRoundShape {
-  float width;           /* k at a 90 degree swing (ROUND 2.15, KEEP_VOLUME 1.07) */
+  float width;           /* k at a 90 degree swing (ROUND 2.17, KEEP_VOLUME 1.24) */
   float swing_exponent;  /* how k changes with the swing */
   float twist_weight;    /* twist's weight against swing */
   float epsilon_sq;      /* the squared rest angle (10 degrees) */
   float quarter_turn_sq; /* (pi / 2)^2: theta at which k = width */
+  float presence;        /* the swinging weight over which the profile fades in (0.05; 0: no fade) */
 };
 
 struct HsRoundSums {
@@ -46,6 +51,8 @@ struct HsRoundSums {
   float sum_s;
   float sum_aa;
   vec3 sum_ah;
+  float spread2; /* M2 = sum w |d|^2 of the swing vectors' deviations (second pass) */
+  float spread4; /* M4 = sum w |d|^4 */
 };
 
 HsRoundSums hs_round_begin(vec4 origin1, vec4 origin2)
@@ -64,6 +71,8 @@ HsRoundSums hs_round_begin(vec4 origin1, vec4 origin2)
   s.sum_s = 0.0;
   s.sum_aa = 0.0;
   s.sum_ah = vec3(0.0, 0.0, 0.0);
+  s.spread2 = 0.0;
+  s.spread4 = 0.0;
   return s;
 }
 
@@ -93,6 +102,17 @@ HsRoundSums hs_round_add(HsRoundSums s, float influence_weight, vec4 data1, vec4
   return s;
 }
 
+/* The second pass: the sums with the swing deviation of one influence (every influence once, after every
+ * hs_round_add), of weight `influence_weight` and Auto data data1 = (tau, sigma_xyz). */
+HsRoundSums hs_round_spread(HsRoundSums s, float influence_weight, vec4 data1)
+{
+  vec3 d = data1.yzw - s.origin1.yzw - s.mean1.yzw;
+  float dd = dot(d, d);
+  s.spread2 += influence_weight * dd;
+  s.spread4 += influence_weight * dd * dd;
+  return s;
+}
+
 /* The factor from the sums, the vertex's rest data (x, y, z, r^2) and the profile's constants. */
 float hs_round_finish(HsRoundSums s, vec4 rest_data, HsRoundShape shape)
 {
@@ -103,8 +123,14 @@ float hs_round_finish(HsRoundSums s, vec4 rest_data, HsRoundShape shape)
   float swing = (s.pairs > 0.0 ? s.sum_s / s.pairs : 0.0) / shape.quarter_turn_sq;
   float k = shape.width * exp(0.5 * shape.swing_exponent * log(max(swing, 1e-12)));
   float profile = exp(-k * along);
+  float spread = s.spread4 > 0.0 ? s.spread2 / s.spread4 : 0.0;
+  float scaled = s.total * shape.presence;
+  float q = min(spread * (scaled > 0.0 ? s.spread2 / scaled : 1e6), 1e6); /* a / presence */
+  float cube = q * q * q;
+  float fade = cube / (cube + 1.0);
   float twist = shape.twist_weight * s.sum_t;
   float rest = shape.epsilon_sq * s.pairs;
   float denom = twist + s.sum_s + rest;
-  return denom > 0.0 ? (twist + s.sum_s * profile + rest) / denom : 1.0;
+  float depth = denom > 0.0 ? s.sum_s / denom : 0.0;
+  return 1.0 - fade * depth * (1.0 - profile);
 }

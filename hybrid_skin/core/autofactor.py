@@ -40,7 +40,7 @@ squared tangent of the angle between ``x - J`` and the joint's cross-section: 0 
 joint, growing along the limb in units of its own thickness. Then::
 
     F = exp(-k z^2),   k = WIDTH * (theta / 90°)^SWING_EXPONENT,   theta^2 = S / P
-    f = (TWIST_WEIGHT T + S F + eps^2 P) / (TWIST_WEIGHT T + S + eps^2 P)
+    f = 1 - pi S (1 - F) / (TWIST_WEIGHT T + S + eps^2 P)
 
 On the cross-section through a bent joint LBS pulls the convex side in by ``1 - cos(theta / 2)`` and DQS
 keeps it, so F = 1 there; further along the limb DQS swings vertices about the joint and balloons the convex
@@ -49,6 +49,20 @@ DQS further out than a 60° one). Twist is the one rotation DQS blends exactly, 
 joint, so it pulls ``f`` towards 1 with ``TWIST_WEIGHT`` times its squared angle; at rest every profile
 gives 1. ``WIDTH``, ``SWING_EXPONENT`` and ``TWIST_WEIGHT`` were fitted by ``tools/fit_auto.py`` on a sweep of
 limbs the quality tables never use (see ``docs/quality.md``).
+
+**Presence** ``pi``: how much of the vertex's weight swings. ``S / P`` is a mean over the vertex's pairs,
+blind to how much weight they carry, so a vertex whose swinging bone has a weight of 0.03 would get the
+profile's full depth while its neighbour, where that weight has ended (Blender's automatic weights end near
+0.05; B-bone segments change from one vertex to the next), gets 1: a step of up to 1 across one edge. With
+``d_k`` the deviation of influence ``k``'s swing vector from the weighted mean, ``M2 = sum w_k |d_k|^2`` and
+``M4 = sum w_k |d_k|^4``, the *swinging weight* is ``a = M2^2 / (W M4)`` (``W = sum w_k``): for two groups
+of bones of weights ``w`` and ``1 - w`` that swing against each other, ``a = w (1 - w) / (1 - 3 w (1 - w))``,
+about ``w`` for a small ``w`` and 1 at ``w = 1/2``, whatever the angle. Then::
+
+    pi = a^3 / (a^3 + PRESENCE_WEIGHT^3)
+
+fades the profile in over weights up to about ``PRESENCE_WEIGHT`` (0.05, Blender's automatic-weight cut-off)
+and leaves it whole above (0.89 at ``a = 0.1``), so ``f`` is continuous where a swinging weight ends.
 """
 
 from __future__ import annotations
@@ -64,6 +78,7 @@ from .small_linalg import inverse3
 __all__ = [
     "ANGLE_EPSILON",
     "BONE_DATA_WIDTH",
+    "PRESENCE_WEIGHT",
     "DEFAULT_PROFILE",
     "PROFILES",
     "QUARTER_TURN_SQ",
@@ -109,11 +124,15 @@ class RoundShape(NamedTuple):
 #: The fitted profiles: ``tools/fit_auto.py`` prints these numbers (``KEEP_VOLUME`` is ``ROUND`` widened
 #: until no bend of the fit's sweep thins its convex side by more than 0.5 %).
 ROUND_SHAPES = {
-    "ROUND": RoundShape(width=2.15, swing_exponent=-0.97, twist_weight=0.49),
-    "KEEP_VOLUME": RoundShape(width=1.07, swing_exponent=-0.97, twist_weight=0.49),
+    "ROUND": RoundShape(width=2.17, swing_exponent=-0.97, twist_weight=0.48),
+    "KEEP_VOLUME": RoundShape(width=1.24, swing_exponent=-0.97, twist_weight=0.48),
 }
 #: theta^2 of a 90° swing, where ``k = width``.
 QUARTER_TURN_SQ = (np.pi / 2.0) ** 2
+#: The round profiles' depth fades in with the vertex's swinging weight ``a`` as ``a^3 / (a^3 + this^3)``
+#: (module docstring): Blender's automatic weights end at 0.05 (``heat_limit_weight``, weights below 0.025
+#: removed, 0.025-0.05 ramped down to 0), so where one ends the factor no longer steps.
+PRESENCE_WEIGHT = 0.05
 
 
 class BoneTwistSwing(NamedTuple):
@@ -299,9 +318,13 @@ def round_factors(
     weights: np.ndarray,
     vertices: np.ndarray,
     shape: RoundShape = ROUND_SHAPES["ROUND"],
+    *,
+    presence: float = PRESENCE_WEIGHT,
 ) -> np.ndarray:
     """``(N,)`` float32 ``"ROUND"``-like factors (module docstring) from :func:`bone_factor_data`,
-    ``(N, K)`` influences and :func:`vertex_geometry`. Chunks run on the core's threads."""
+    ``(N, K)`` influences and :func:`vertex_geometry`. ``presence``: the swinging weight over which the
+    profile fades in (:data:`PRESENCE_WEIGHT`; 0 gives the profile without it, for comparisons). Chunks
+    run on the core's threads."""
     table = np.ascontiguousarray(np.asarray(bone_data, dtype=np.float32).T)  # (8, B)
     idx = np.asarray(bone_indices)
     w = np.asarray(weights, dtype=np.float32)
@@ -309,19 +332,21 @@ def round_factors(
     out = np.empty(w.shape[0], dtype=np.float32)
 
     def job(s: int, e: int) -> None:
-        out[s:e] = _round_chunk(table, idx[s:e], w[s:e], geometry[s:e], shape)
+        out[s:e] = _round_chunk(table, idx[s:e], w[s:e], geometry[s:e], shape, presence)
 
     map_chunks(job, w.shape[0])
     return out
 
 
 def _round_chunk(
-    table: np.ndarray, idx: np.ndarray, w: np.ndarray, geometry: np.ndarray, shape: RoundShape
+    table: np.ndarray, idx: np.ndarray, w: np.ndarray, geometry: np.ndarray, shape: RoundShape,
+    presence: float,
 ) -> np.ndarray:
     """One chunk of :func:`round_factors`, component-major (one gather of the ``(8, B)`` bone table, then
     long contiguous rows). The pair sums are ``W`` times the weighted central moments over the influences,
     ``sum_{i<j} w_i w_j (x_i - x_j)(y_i - y_j) = W sum_k w_k (x_k - m_x)(y_k - m_y)``, two-pass (mean, then
-    deviations) so that nothing cancels; the shader computes the same in one pass (West's update)."""
+    deviations) so that nothing cancels; the shader computes the same in one pass (West's update), then a
+    second pass over the swing deviations for the presence's ``M4``."""
     f32 = np.float32
     v = np.ascontiguousarray(w.T)  # (K, m)
     x = np.take(table, idx.T, axis=1)  # (8, K, m)
@@ -334,7 +359,10 @@ def _round_chunk(
     aa = np.einsum("kn,kn->n", vz, x[4]) * total
     ah = np.einsum("kn,ckn->cn", vz, x[5:8]) * total
     t = np.einsum("kn,kn->n", v * x[0], x[0]) * total
-    s = np.einsum("kn,ckn,ckn->n", v, x[1:4], x[1:4]) * total
+    swing_sq = np.einsum("ckn,ckn->kn", x[1:4], x[1:4])  # |d_k|^2 of the swing vectors
+    m2 = np.einsum("kn,kn->n", v, swing_sq)
+    m4 = np.einsum("kn,kn,kn->n", v, swing_sq, swing_sq)
+    s = m2 * total
     before = np.zeros_like(v)  # the weight of the influences before each: P without cancellation
     np.cumsum(v[:-1], axis=0, out=before[1:])
     pairs = np.einsum("kn,kn->n", v, before)
@@ -347,7 +375,16 @@ def _round_chunk(
     swing = np.divide(s, pairs, out=np.zeros_like(s), where=pairs > 0.0) / f32(QUARTER_TURN_SQ)
     k = f32(shape.width) * np.exp(f32(0.5 * shape.swing_exponent) * np.log(np.maximum(swing, f32(1e-12))))
     profile = np.exp(-k * along)
+    # The swinging weight a = (M2 / M4) (M2 / W), in that order so that tiny weights neither underflow nor
+    # overflow; no deviation (M4 = 0) means no swing (S = 0), where the depth is 0 whatever this is.
+    spread = np.divide(m2, m4, out=np.zeros(n, f32), where=m4 > 0.0)
+    scaled = total * f32(presence)
+    q = spread * np.divide(m2, scaled, out=np.full(n, f32(1e6)), where=scaled > 0.0)
+    q = np.minimum(q, f32(1e6))  # a^3 / (a^3 + kappa^3) = q^3 / (q^3 + 1), q = a / kappa: 1 well before
+    cube = q * q * q
+    fade = cube / (cube + f32(1.0))
     twist = f32(shape.twist_weight) * t
     rest = f32(ANGLE_EPSILON**2) * pairs
     denom = twist + s + rest
-    return np.divide(twist + s * profile + rest, denom, out=np.ones(n, f32), where=denom > 0.0)
+    depth = np.divide(s, denom, out=np.zeros(n, f32), where=denom > 0.0)
+    return f32(1.0) - fade * depth * (f32(1.0) - profile)

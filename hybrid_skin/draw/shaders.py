@@ -185,6 +185,7 @@ def constant_defines() -> dict[str, str]:
         "HS_AUTO_EPSILON_SQ": _glsl_float(autofactor.ANGLE_EPSILON**2),
         "HS_ROUND_SWING_EXPONENT": _glsl_float(round_shape.swing_exponent),
         "HS_ROUND_TWIST_WEIGHT": _glsl_float(round_shape.twist_weight),
+        "HS_ROUND_PRESENCE": _glsl_float(autofactor.PRESENCE_WEIGHT),
         "HS_QUARTER_TURN_SQ": _glsl_float(autofactor.QUARTER_TURN_SQ),
     }
 

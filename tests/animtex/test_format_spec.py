@@ -210,7 +210,8 @@ def auto_sample(meta: dict, channels: np.ndarray, clip: dict, s: float) -> np.nd
 
 
 def auto_factors(meta: dict, data: np.ndarray, idx: np.ndarray, w: np.ndarray, rest: np.ndarray):
-    """§9's factor of every vertex ``(N,)``, its pair sums written out over ``i < j``."""
+    """§9's factor of every vertex ``(N,)``, its pair sums written out over ``i < j``, the presence's
+    moments over the influences."""
     a = meta["auto"]
     tau, sigma, angle, head = data[:, 0, 0], data[:, 0, 1:], data[:, 1, 0], data[:, 1, 1:]
     n = len(idx)
@@ -232,9 +233,17 @@ def auto_factors(meta: dict, data: np.ndarray, idx: np.ndarray, w: np.ndarray, r
     z2 = np.where(d_sum > 0, np.maximum(q - 1.0, 0.0), 0.0)
     s = np.where(p_sum > 0, s_sum / np.where(p_sum > 0, p_sum, 1.0), 0.0) / a["quarter_turn_sq"]
     k = a["width"] * np.maximum(s, 1e-12) ** (a["swing_exponent"] / 2)
-    top = a["twist_weight"] * t_sum + s_sum * np.exp(-k * z2) + a["epsilon_sq"] * p_sum
+    total = w.sum(axis=1)
+    mean = np.einsum("nj,njc->nc", w, sigma[idx]) / np.where(total > 0, total, 1.0)[:, None]
+    dev = np.sum((sigma[idx] - mean[:, None, :]) ** 2, axis=2)  # |d_j|^2
+    m2, m4 = np.sum(w * dev, axis=1), np.sum(w * dev**2, axis=1)
+    scaled = total * a["presence"]
+    u = np.where(scaled > 0, (m2 / np.where(m4 > 0, m4, 1.0)) * m2 / np.where(scaled > 0, scaled, 1.0), 1e6)
+    u = np.minimum(np.where(m4 > 0, u, 0.0), 1e6)
+    presence = u**3 / (u**3 + 1.0)
     bottom = a["twist_weight"] * t_sum + s_sum + a["epsilon_sq"] * p_sum
-    return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 1.0)
+    depth = np.where(bottom > 0, s_sum / np.where(bottom > 0, bottom, 1.0), 0.0)
+    return 1.0 - presence * depth * (1.0 - np.exp(-k * z2))
 
 
 # ------------------------------------------------------------------------------- §7: mesh data
@@ -339,9 +348,9 @@ def check_embedded(meta: dict, channels: np.ndarray) -> None:
         assert at >= 24 + 4 * len(clips) + 9 * bones  # after the bone table
         profile = {"ROUND": 1, "KEEP_VOLUME": 2}[a["profile"]]
         head = [a["width"], a["swing_exponent"], a["twist_weight"], a["epsilon_sq"], a["quarter_turn_sq"],
-                a["row_offset"], profile, a["vertex_floats"]]  # fmt: skip
-        np.testing.assert_array_equal(block[at : at + 8], np.float32(head))
-        terms = block[at + 8 : at + 8 + 16 * bones].reshape(bones, 16)
+                a["row_offset"], profile, a["vertex_floats"], a["presence"], 0, 0, 0]  # fmt: skip
+        np.testing.assert_array_equal(block[at : at + 12], np.float32(head))
+        terms = block[at + 12 : at + 12 + 16 * bones].reshape(bones, 16)
         np.testing.assert_array_equal(terms[:, :8], np.float32(a["decode"]["offset"]).reshape(bones, 8))
         np.testing.assert_array_equal(terms[:, 8:], np.float32(a["decode"]["scale"]).reshape(bones, 8))
 

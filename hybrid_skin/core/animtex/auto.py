@@ -36,6 +36,7 @@ import numpy as np
 from ..autofactor import (
     ANGLE_EPSILON,
     BONE_DATA_WIDTH,
+    PRESENCE_WEIGHT,
     QUARTER_TURN_SQ,
     ROUND_SHAPES,
     RoundShape,
@@ -106,6 +107,8 @@ class TextureAuto:
     shape: RoundShape | None = None
     epsilon_sq: float = float(np.float32(ANGLE_EPSILON**2))
     quarter_turn_sq: float = float(np.float32(QUARTER_TURN_SQ))
+    #: The swinging weight over which the profile fades in (:data:`..autofactor.PRESENCE_WEIGHT`).
+    presence: float = float(np.float32(PRESENCE_WEIGHT))
 
     def __post_init__(self) -> None:
         if self.shape is None:
@@ -183,9 +186,12 @@ def texture_factors(
 ) -> np.ndarray:
     """The runtime's Auto factors ``(S, N)`` float32 from decoded Auto data ``(S, B, 8)``, the vertices'
     stored influences ``(N, 4)`` and rest data ``(N, vertex_floats)``: the core's own
-    :func:`..autofactor.round_factors` with the texture's profile constants."""
+    :func:`..autofactor.round_factors` with the texture's profile constants (its presence included)."""
     auto = _auto(texture)
-    return np.stack([round_factors(d, bone_indices, weights, vertex_rest, auto.shape) for d in bone_data])
+    return np.stack([
+        round_factors(d, bone_indices, weights, vertex_rest, auto.shape, presence=auto.presence)
+        for d in bone_data
+    ])
 
 
 def _auto(texture) -> TextureAuto:

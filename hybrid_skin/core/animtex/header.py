@@ -43,8 +43,9 @@ EMBED_HEADER, EMBED_GLOBALS, EMBED_PER_CLIP, EMBED_PER_BONE = 16, 8, 4, 9
 #: The float (global 4, zero in every block without Auto) holding the Auto table's index.
 EMBED_AUTO_INDEX = EMBED_HEADER + 4
 #: Auto table: width, swing exponent, twist weight, epsilon^2, quarter turn^2, Auto row offset, profile
-#: code, rest floats per vertex; then per bone the offsets (8) and scales (8) of its two Auto texels.
-EMBED_AUTO_HEADER, EMBED_AUTO_PER_BONE = 8, 16
+#: code, rest floats per vertex, presence, 3 reserved (0); then per bone the offsets (8) and scales (8) of
+#: its two Auto texels.
+EMBED_AUTO_HEADER, EMBED_AUTO_PER_BONE = 12, 16
 AUTO_PROFILE_CODES = {"ROUND": 1, "KEEP_VOLUME": 2}
 
 
@@ -105,6 +106,7 @@ def embedded_floats(texture: AnimationTexture) -> np.ndarray:
         table = [
             auto.shape.width, auto.shape.swing_exponent, auto.shape.twist_weight, auto.epsilon_sq,
             auto.quarter_turn_sq, lay.auto_row_offset, AUTO_PROFILE_CODES[auto.profile], auto.vertex_floats,
+            auto.presence, 0, 0, 0,
         ]  # fmt: skip
         per_bone = np.concatenate(
             [auto.decode_offset.reshape(bones, 8), auto.decode_scale.reshape(bones, 8)], axis=1

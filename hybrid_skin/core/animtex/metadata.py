@@ -70,7 +70,8 @@ def auto_rest_attributes(name: str, vertex_floats: int) -> list[str]:
 #: The ``auto`` block's description of how a runtime computes the factor (shaders/FORMAT.md section 9).
 AUTO_FORMULA = (
     "per vertex from its 4 influences, the interpolated Auto data of those bones and its auto_rest: "
-    "hs_round_factor of shaders/hybrid_skin_round.glsl (shaders/FORMAT.md section 9)"
+    "f = 1 - presence_fade * S (1 - exp(-k z^2)) / (twist_weight T + S + epsilon_sq P), "
+    "hs_round_begin/add/spread/finish of shaders/hybrid_skin_round.glsl (shaders/FORMAT.md section 9)"
 )
 
 _SLOTS = {
@@ -119,6 +120,7 @@ def _auto_dict(texture: AnimationTexture) -> dict[str, Any]:
         "twist_weight": float(np.float32(auto.shape.twist_weight)),
         "epsilon_sq": float(np.float32(auto.epsilon_sq)),
         "quarter_turn_sq": float(np.float32(auto.quarter_turn_sq)),
+        "presence": float(np.float32(auto.presence)),
         "row_offset": texture.layout.auto_row_offset,
         "slots": [{"name": n, "channels": list(c)} for n, c in AUTO_CHANNELS],
         "decode": {"offset": _nested(auto.decode_offset), "scale": _nested(auto.decode_scale)},
@@ -396,4 +398,5 @@ def _texture_auto(auto: Mapping[str, Any]) -> TextureAuto:
         shape=RoundShape(auto["width"], auto["swing_exponent"], auto["twist_weight"]),
         epsilon_sq=auto["epsilon_sq"],
         quarter_turn_sq=auto["quarter_turn_sq"],
+        presence=auto["presence"],
     )

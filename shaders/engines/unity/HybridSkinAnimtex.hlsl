@@ -484,11 +484,12 @@ void animtex_bone_skin_crossfade(Texture2D<float4> tex, AnimtexBoneInfo info, An
 /* ------------------------------------------------------------------------------------------- Auto */
 /* BEGIN shaders/hybrid_skin_round.glsl (written by tools/make_ports.py: edit the GLSL) */
 struct HsRoundShape {
-  float width;           /* k at a 90 degree swing (ROUND 2.15, KEEP_VOLUME 1.07) */
+  float width;           /* k at a 90 degree swing (ROUND 2.17, KEEP_VOLUME 1.24) */
   float swing_exponent;  /* how k changes with the swing */
   float twist_weight;    /* twist's weight against swing */
   float epsilon_sq;      /* the squared rest angle (10 degrees) */
   float quarter_turn_sq; /* (pi / 2)^2: theta at which k = width */
+  float presence;        /* the swinging weight over which the profile fades in (0.05; 0: no fade) */
 };
 
 struct HsRoundSums {
@@ -505,6 +506,8 @@ struct HsRoundSums {
   float sum_s;
   float sum_aa;
   float3 sum_ah;
+  float spread2; /* M2 = sum w |d|^2 of the swing vectors' deviations (second pass) */
+  float spread4; /* M4 = sum w |d|^4 */
 };
 
 HsRoundSums hs_round_begin(float4 origin1, float4 origin2)
@@ -523,6 +526,8 @@ HsRoundSums hs_round_begin(float4 origin1, float4 origin2)
   s.sum_s = 0.0;
   s.sum_aa = 0.0;
   s.sum_ah = float3(0.0, 0.0, 0.0);
+  s.spread2 = 0.0;
+  s.spread4 = 0.0;
   return s;
 }
 
@@ -552,6 +557,17 @@ HsRoundSums hs_round_add(HsRoundSums s, float influence_weight, float4 data1, fl
   return s;
 }
 
+/* The second pass: the sums with the swing deviation of one influence (every influence once, after every
+ * hs_round_add), of weight `influence_weight` and Auto data data1 = (tau, sigma_xyz). */
+HsRoundSums hs_round_spread(HsRoundSums s, float influence_weight, float4 data1)
+{
+  float3 d = data1.yzw - s.origin1.yzw - s.mean1.yzw;
+  float dd = dot(d, d);
+  s.spread2 += influence_weight * dd;
+  s.spread4 += influence_weight * dd * dd;
+  return s;
+}
+
 /* The factor from the sums, the vertex's rest data (x, y, z, r^2) and the profile's constants. */
 float hs_round_finish(HsRoundSums s, float4 rest_data, HsRoundShape shape)
 {
@@ -562,10 +578,16 @@ float hs_round_finish(HsRoundSums s, float4 rest_data, HsRoundShape shape)
   float swing = (s.pairs > 0.0 ? s.sum_s / s.pairs : 0.0) / shape.quarter_turn_sq;
   float k = shape.width * exp(0.5 * shape.swing_exponent * log(max(swing, 1e-12)));
   float profile = exp(-k * along);
+  float spread = s.spread4 > 0.0 ? s.spread2 / s.spread4 : 0.0;
+  float scaled = s.total * shape.presence;
+  float q = min(spread * (scaled > 0.0 ? s.spread2 / scaled : 1e6), 1e6); /* a / presence */
+  float cube = q * q * q;
+  float fade = cube / (cube + 1.0);
   float twist = shape.twist_weight * s.sum_t;
   float rest = shape.epsilon_sq * s.pairs;
   float denom = twist + s.sum_s + rest;
-  return denom > 0.0 ? (twist + s.sum_s * profile + rest) / denom : 1.0;
+  float depth = denom > 0.0 ? s.sum_s / denom : 0.0;
+  return 1.0 - fade * depth * (1.0 - profile);
 }
 /* END shaders/hybrid_skin_round.glsl */
 
@@ -587,6 +609,7 @@ AnimtexAutoInfo animtex_auto_info(Texture2D<float4> tex, AnimtexBoneInfo info)
   a.shape.twist_weight = a.table > 0 ? animtex_read_float(tex, a.table + 2) : 0.0;
   a.shape.epsilon_sq = a.table > 0 ? animtex_read_float(tex, a.table + 3) : 0.0;
   a.shape.quarter_turn_sq = a.table > 0 ? animtex_read_float(tex, a.table + 4) : 1.0;
+  a.shape.presence = a.table > 0 ? animtex_read_float(tex, a.table + 8) : 0.0;
   return a;
 }
 
@@ -596,7 +619,7 @@ void animtex_auto_at(Texture2D<float4> tex, AnimtexBoneInfo info, AnimtexAutoInf
                      int row1, float alpha, out float4 data1, out float4 data2)
 {
   int2 t = animtex_item_texel(bone, info.kind == 1 ? 3 : 2, info.items_per_row);
-  int base = auto_info.table + 8 + 16 * bone;
+  int base = auto_info.table + 12 + 16 * bone;
   float4 off1 = float4(animtex_read_float(tex, base), animtex_read_float(tex, base + 1),
                        animtex_read_float(tex, base + 2), animtex_read_float(tex, base + 3));
   float4 off2 = float4(animtex_read_float(tex, base + 4), animtex_read_float(tex, base + 5),
@@ -622,8 +645,10 @@ float animtex_auto_factor(Texture2D<float4> tex, AnimtexBoneInfo info, AnimtexAu
                           int4 bones, float4 weights, float4 rest_data)
 {
   HsRoundSums sums = hs_round_begin(float4(0.0, 0.0, 0.0, 0.0), float4(0.0, 0.0, 0.0, 0.0));
+  float4 swings[4]; /* each influence's (tau, sigma_xyz), kept for the second pass */
   bool first = true;
   for (int k = 0; k < 4; k++) {
+    swings[k] = float4(0.0, 0.0, 0.0, 0.0);
     float w = weights[k];
     if (w == 0.0) {
       continue;
@@ -641,6 +666,12 @@ float animtex_auto_factor(Texture2D<float4> tex, AnimtexBoneInfo info, AnimtexAu
       first = false;
     }
     sums = hs_round_add(sums, w, x1, x2);
+    swings[k] = x1;
+  }
+  for (int j = 0; j < 4; j++) {
+    if (weights[j] != 0.0) {
+      sums = hs_round_spread(sums, weights[j], swings[j]);
+    }
   }
   return hs_round_finish(sums, rest_data, auto_info.shape);
 }

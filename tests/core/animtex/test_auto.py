@@ -94,7 +94,8 @@ def test_embedded_table_and_sidecar_describe_the_auto_data(kind):
     assert block["globals"][EMBED_AUTO_INDEX - 16] > 0
     shape = autofactor.ROUND_SHAPES["KEEP_VOLUME"]
     expected = [shape.width, shape.swing_exponent, shape.twist_weight, autofactor.ANGLE_EPSILON**2,
-                autofactor.QUARTER_TURN_SQ, tex.layout.auto_row_offset, 2, 4]  # fmt: skip
+                autofactor.QUARTER_TURN_SQ, tex.layout.auto_row_offset, 2, 4, autofactor.PRESENCE_WEIGHT,
+                0, 0, 0]  # fmt: skip
     np.testing.assert_array_equal(block["auto"], np.float32(expected))
     b = len(RIG.rest)
     np.testing.assert_array_equal(block["auto_bones"][:, :8], tex.auto.decode_offset.reshape(b, 8))
@@ -105,9 +106,10 @@ def test_embedded_table_and_sidecar_describe_the_auto_data(kind):
     assert (
         meta["auto"]["profile"] == "KEEP_VOLUME" and meta["auto"]["row_offset"] == tex.layout.auto_row_offset
     )
+    assert meta["auto"]["presence"] == float(np.float32(autofactor.PRESENCE_WEIGHT))
     assert meta["mesh_attributes"]["auto_rest"] == "animtex_auto_rest"
     back = animtex.texture_from_metadata(meta, tex.pixels)
-    assert back.layout == tex.layout
+    assert back.layout == tex.layout and back.auto.presence == tex.auto.presence
     for name in ("value_min", "value_max", "decode_offset", "decode_scale"):
         np.testing.assert_array_equal(getattr(back.auto, name), getattr(tex.auto, name))
     np.testing.assert_array_equal(
