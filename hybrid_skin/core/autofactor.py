@@ -320,19 +320,21 @@ def round_factors(
     shape: RoundShape = ROUND_SHAPES["ROUND"],
     *,
     presence: float = PRESENCE_WEIGHT,
+    dtype: type = np.float32,
 ) -> np.ndarray:
     """``(N,)`` float32 ``"ROUND"``-like factors (module docstring) from :func:`bone_factor_data`,
     ``(N, K)`` influences and :func:`vertex_geometry`. ``presence``: the swinging weight over which the
-    profile fades in (:data:`PRESENCE_WEIGHT`; 0 gives the profile without it, for comparisons). Chunks
-    run on the core's threads."""
-    table = np.ascontiguousarray(np.asarray(bone_data, dtype=np.float32).T)  # (8, B)
+    profile fades in (:data:`PRESENCE_WEIGHT`; 0 gives the profile without it, for comparisons).
+    ``dtype``: the arithmetic (float32 as the shaders; ``np.float64`` measures what float32 rounding costs,
+    for the animation textures' error report). Chunks run on the core's threads."""
+    table = np.ascontiguousarray(np.asarray(bone_data, dtype=dtype).T)  # (8, B)
     idx = np.asarray(bone_indices)
-    w = np.asarray(weights, dtype=np.float32)
-    geometry = np.asarray(vertices, dtype=np.float32)
-    out = np.empty(w.shape[0], dtype=np.float32)
+    w = np.asarray(weights, dtype=dtype)
+    geometry = np.asarray(vertices, dtype=dtype)
+    out = np.empty(w.shape[0], dtype=dtype)
 
     def job(s: int, e: int) -> None:
-        out[s:e] = _round_chunk(table, idx[s:e], w[s:e], geometry[s:e], shape, presence)
+        out[s:e] = _round_chunk(table, idx[s:e], w[s:e], geometry[s:e], shape, presence, dtype)
 
     map_chunks(job, w.shape[0])
     return out
@@ -340,14 +342,14 @@ def round_factors(
 
 def _round_chunk(
     table: np.ndarray, idx: np.ndarray, w: np.ndarray, geometry: np.ndarray, shape: RoundShape,
-    presence: float,
+    presence: float, dtype: type = np.float32,
 ) -> np.ndarray:
     """One chunk of :func:`round_factors`, component-major (one gather of the ``(8, B)`` bone table, then
     long contiguous rows). The pair sums are ``W`` times the weighted central moments over the influences,
     ``sum_{i<j} w_i w_j (x_i - x_j)(y_i - y_j) = W sum_k w_k (x_k - m_x)(y_k - m_y)``, two-pass (mean, then
     deviations) so that nothing cancels; the shader computes the same in one pass (West's update), then a
-    second pass over the swing deviations for the presence's ``M4``."""
-    f32 = np.float32
+    second pass over the swing deviations for the presence's ``M4``. ``dtype``: every operation's type."""
+    f32 = dtype
     v = np.ascontiguousarray(w.T)  # (K, m)
     x = np.take(table, idx.T, axis=1)  # (8, K, m)
     x -= x[:, :1, :].copy()  # relative to the first influence: nearby values subtract exactly (Sterbenz)

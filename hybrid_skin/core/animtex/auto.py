@@ -182,14 +182,20 @@ def crossfade_auto(
 
 
 def texture_factors(
-    texture, bone_data: np.ndarray, bone_indices: np.ndarray, weights: np.ndarray, vertex_rest: np.ndarray
+    texture,
+    bone_data: np.ndarray,
+    bone_indices: np.ndarray,
+    weights: np.ndarray,
+    vertex_rest: np.ndarray,
+    dtype: type = np.float32,
 ) -> np.ndarray:
     """The runtime's Auto factors ``(S, N)`` float32 from decoded Auto data ``(S, B, 8)``, the vertices'
     stored influences ``(N, 4)`` and rest data ``(N, vertex_floats)``: the core's own
-    :func:`..autofactor.round_factors` with the texture's profile constants (its presence included)."""
+    :func:`..autofactor.round_factors` with the texture's profile constants (its presence included);
+    ``dtype`` ``np.float64``: the same formula without float32 rounding (the error report's reference)."""
     auto = _auto(texture)
     return np.stack([
-        round_factors(d, bone_indices, weights, vertex_rest, auto.shape, presence=auto.presence)
+        round_factors(d, bone_indices, weights, vertex_rest, auto.shape, presence=auto.presence, dtype=dtype)
         for d in bone_data
     ])
 

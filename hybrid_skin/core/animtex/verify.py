@@ -123,21 +123,31 @@ def _skinned(
     samples: np.ndarray,
     bone_factor: float,
     ends: bool = False,
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
+    exact: bool = False,
+) -> Iterator[tuple[np.ndarray, ...]]:
     """Positions and normals ``(N, 3)`` of all parts at each of ``samples`` of a bone texture (one
     part: :func:`..skinning.skin`'s own float32 arrays, not copied); ``ends``: also the positions at
-    :data:`.samples.EXTREME_FACTORS` ``(2, N, 3)`` from the same blend (else ``None``); and, for a
-    texture that carries Auto, the runtime's Auto factors ``(N,)`` it skinned with (else ``None``)."""
+    :data:`.samples.EXTREME_FACTORS` ``(2, N, 3)`` from the same blend (else ``None``); for a texture
+    that carries Auto, the runtime's Auto factors ``(N,)`` it skinned with (float32, as a GPU computes
+    them; else ``None``) and, with ``exact``, the same factors computed in float64 (else ``None``)."""
     frames = decode_bone_frames(texture, clip, samples)
     auto_data = decode_auto(texture, clip, samples) if texture.auto is not None else None
     for s in range(len(samples)):
         palette = bone_frame_palette(frames, s)
         factors = [bone_factor] * len(parts)
+        exact_factors = None
         if auto_data is not None:
             factors = [
                 texture_factors(texture, auto_data[s : s + 1], p.bone_indices, p.bone_weights, p.auto_rest)[0]
                 for p in parts
             ]
+            if exact:
+                exact_factors = np.concatenate([
+                    texture_factors(
+                        texture, auto_data[s : s + 1], p.bone_indices, p.bone_weights, p.auto_rest, np.float64
+                    )[0]
+                    for p in parts
+                ])  # fmt: skip
         got = []
         for p, b, f in zip(parts, bindings, factors):
             if ends:
@@ -146,13 +156,14 @@ def _skinned(
                 got.append((*skin(p.base, b, palette, f, p.normals), None))
         used = None if auto_data is None else (factors[0] if len(parts) == 1 else np.concatenate(factors))
         if len(got) == 1:
-            yield (*got[0], used)
+            yield (*got[0], used, exact_factors)
         else:
             yield (
                 np.concatenate([g[0] for g in got]),
                 np.concatenate([g[1] for g in got]),
                 np.concatenate([g[2] for g in got], axis=1) if ends else None,
                 used,
+                exact_factors,
             )
 
 
@@ -195,26 +206,32 @@ def _vertex_rest(parts: list[BakedPart], rest_items: np.ndarray | None) -> np.nd
     return parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
 
 
+#: What the report's sample iterators yield: name, index, positions, normals, ends, Auto factors (float32)
+#: and the same in float64 (see :func:`_skinned`).
+_Decoded = tuple[str, int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]
+
+
 def _vertex_samples(
     texture: AnimationTexture, parts: list[BakedPart], clip: int, rest_items: np.ndarray | None = None
-) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, None, None]]:
-    """``(name, index, positions, normals, None, None)`` of a ``VERTEX`` texture at every stored frame and
-    every halfway sample, interleaved so that each frame band is decoded once (the values :func:`decode`
-    gives)."""
+) -> Iterator[_Decoded]:
+    """``(name, index, positions, normals, None, None, None)`` of a ``VERTEX`` texture at every stored
+    frame and every halfway sample, interleaved so that each frame band is decoded once (the values
+    :func:`decode` gives)."""
     c = texture.clips[clip]
     base = _vertex_rest(parts, rest_items)
     names = {"frame": "frames", "sample": "mid_frames"}
     for kind, j, positions, normals in stream_vertex_frames(
         texture, base, clip, mid_samples(c.frame_count, c.loop)
     ):
-        yield names[kind], j, positions, normals, None, None
+        yield names[kind], j, positions, normals, None, None, None
 
 
 def _bone_samples(
     texture: AnimationTexture, parts: list[BakedPart], clip: int, bone_factor: float, ends: bool
-) -> Iterator[tuple[str, int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
-    """``(name, index, positions, normals, ends, auto factors)`` of a bone texture at every stored frame,
-    then every halfway sample, a few palettes decoded at a time (``ends``, factors: see :func:`_skinned`)."""
+) -> Iterator[_Decoded]:
+    """``(name, index, positions, normals, ends, auto factors, exact auto factors)`` of a bone texture at
+    every stored frame, then every halfway sample, a few palettes decoded at a time (``ends``, factors: see
+    :func:`_skinned`)."""
     c = texture.clips[clip]
     step = max(1, DECODE_CHUNK // sum(len(p.base) for p in parts))
     bindings = [_report_binding(p) for p in parts]
@@ -224,7 +241,9 @@ def _bone_samples(
     ):
         for at in range(0, len(samples), step):
             chunk = samples[at : at + step]
-            for j, skinned in enumerate(_skinned(texture, parts, bindings, clip, chunk, bone_factor, ends)):
+            exact = texture.auto is not None
+            decoded = _skinned(texture, parts, bindings, clip, chunk, bone_factor, ends, exact)
+            for j, skinned in enumerate(decoded):
                 yield (name, at + j, *skinned)
 
 
@@ -257,7 +276,10 @@ def bake_report(
     (``by_deform_factor``): positions are affine in the factor, so each decoded sample is skinned once
     and its two terms are the playback at factors 0 and 1. A texture that carries Auto is measured with
     its runtime Auto factors against the truth skinned with the core's (the samples' ``auto_factors``),
-    and ``auto`` gives the distance between the two factors.
+    and ``auto`` bounds the distance between the two factors for any runtime that computes them in float32:
+    the runtime's factors without rounding (float64, the formula's exact value at the decoded data) to the
+    core's, plus float32's own rounding of them at that vertex and sample (``|f32 - f64|``, which a GPU's
+    order of operations changes but does not grow: the formula amplifies rounding near a vanishing swing).
     """
     bones = texture.kind is not Kind.VERTEX
     ends = bones and all(s.extremes is not None for s in sampled.values())
@@ -276,12 +298,13 @@ def bake_report(
             decoded = _bone_samples(texture, parts, ci, bone_factor, ends)
         else:
             decoded = _vertex_samples(texture, parts, ci, rest_items)
-        for name, j, got_p, got_n, got_ends, got_factors in decoded:
+        for name, j, got_p, got_n, got_ends, got_factors, exact_factors in decoded:
             truth = sampled[(ci, frame_key(frames[name][j]))]
             if auto:
                 if truth.auto_factors is None:
                     raise ValueError("the texture carries Auto: the samples need the core's Auto factors")
-                factor_errors[name].add(np.abs(got_factors - truth.auto_factors))
+                rounding = np.abs(got_factors - exact_factors)
+                factor_errors[name].add(np.abs(exact_factors - truth.auto_factors) + rounding)
             for i, p in enumerate(parts):
                 part = slice(p.start, p.stop)
                 linear = truth.world[i, :3, :3]

@@ -245,7 +245,9 @@ def rig_samples() -> dict:
 def test_the_error_report_measures_auto_against_the_core():
     """EXR32: at stored frames the runtime's Auto is the core's to float32; halfway, the report's factor
     figure is exactly the largest distance between the runtime's factors (lerped data) and the core's at
-    the pose of that sub-frame time, and the positions' figures include what that distance moves."""
+    the pose of that sub-frame time — the runtime's evaluated without rounding (float64) plus float32's
+    rounding of them, a bound for a float32 runtime whatever its order of operations — and the positions'
+    figures include what that distance moves."""
     tex = encode("BONE_DQ", "EXR32")
     part = Part(
         RIG.positions, RIG.normals, 0, len(RIG.positions), RIG.bone_indices, RIG.weights, RIG.vertex_rest()
@@ -261,8 +263,12 @@ def test_the_error_report_measures_auto_against_the_core():
         mids = animtex.mid_samples(clip.frame_count, clip.loop)
         data = texture_auto.decode_auto(tex, c, mids)
         got = texture_auto.texture_factors(tex, data, RIG.bone_indices, RIG.weights, RIG.vertex_rest())
+        exact = texture_auto.texture_factors(
+            tex, data.astype(np.float64), RIG.bone_indices, RIG.weights, RIG.vertex_rest(), np.float64
+        )
         want = np.stack([core_factors(c, s) for s in mids])
-        halfway = max(halfway, float(np.abs(got - want).max()))
+        halfway = max(halfway, float((np.abs(exact - want) + np.abs(got - exact)).max()))
+        assert np.abs(got - want).max() <= halfway  # what a float32 runtime like the reference shows
     assert auto["factor"]["mid_frames"]["max"] == pytest.approx(halfway, rel=1e-6)
     assert auto["factor"]["mid_frames"]["max"] > 1e-3  # this rig moves fast: the lerp is measured, not zero
     extent = np.abs(RIG.positions).max()
@@ -272,6 +278,19 @@ def test_the_error_report_measures_auto_against_the_core():
 
 
 DATA = Path(__file__).with_name("data")
+
+
+def _rounding_as_zero(value):
+    """The sidecar with numbers at float64 rounding level (|x| < 1e-12, e.g. a rigid rig's
+    ``non_rigid_residual``: 8.9e-16 from numpy 1.26, 7.2e-16 from numpy 2) read as 0; every other value
+    compares exactly."""
+    if isinstance(value, dict):
+        return {k: _rounding_as_zero(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounding_as_zero(v) for v in value]
+    if isinstance(value, float) and abs(value) < 1e-12:
+        return 0.0
+    return value
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -288,7 +307,8 @@ def test_bakes_from_before_auto_load_play_and_are_what_the_encoder_writes(kind):
     assert read_embedded(old.channels())["auto"] is None
     today = synthetic.scene(kind, "PNG16").texture
     np.testing.assert_array_equal(old.pixels, today.pixels)
-    assert json.loads(animtex.dumps(animtex.build_metadata(today, image=f"{name}.png"))) == meta
+    written = json.loads(animtex.dumps(animtex.build_metadata(today, image=f"{name}.png")))
+    assert _rounding_as_zero(written) == _rounding_as_zero(meta)
     frames = animtex.decode_bone_frames(old, 0, [3.25])
     np.testing.assert_array_equal(frames.matrices, animtex.decode_bone_frames(today, 0, [3.25]).matrices)
     with pytest.raises(ValueError, match="carries no Auto"):
