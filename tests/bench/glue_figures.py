@@ -18,6 +18,7 @@ from measure import Figure, Timing, interleaved, peak_bytes
 import hybrid_skin
 from hybrid_skin import bridge
 from hybrid_skin.bake import baker as bake
+from hybrid_skin.rig import baked
 from hybrid_skin.rig import bind as rig
 
 BONES = 48
@@ -128,7 +129,7 @@ def shape_key_bake(n: int = 100_000, frames: int = 10) -> Figure:
         scene.exclude(native_coll, False)
 
     def before_ours() -> None:
-        bake.clear(obj_o)
+        baked.clear(obj_o)
         scene.exclude(native_coll, True)
         scene.exclude(ours_coll, False)
         bpy.context.view_layer.objects.active = obj_o
