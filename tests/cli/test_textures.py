@@ -137,6 +137,19 @@ def test_deform_factor_is_the_objects_own_or_the_one_given(addon, core, robot, t
         assert failed.returncode == 1 and message in failed.stderr, failed.stderr
 
 
+def _keyed_bend_saved(arm, tmp_path) -> tuple[str, Path]:
+    """Key ``Bone1`` from rest (frame 1) to bent and twisted (frame 3) and save a copy of the file:
+    the action's name and the file."""
+    pb = arm.pose.bones["Bone1"]
+    pb.rotation_mode = "XYZ"
+    for frame, angles in ((1, (0, 0, 0)), (3, (80, 0, 60))):
+        pb.rotation_euler = [math.radians(a) for a in angles]
+        pb.keyframe_insert("rotation_euler", frame=frame)
+    blend = tmp_path / "tube.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    return arm.animation_data.action.name, blend
+
+
 def test_factor_mode_option_uses_the_objects_factor_group(addon, core, tmp_path):
     """``--factor-mode VERTEX_GROUP`` on an object whose own mode is Global bakes f = slider × its factor
     group's weight (the group named in its settings): the texture, decoded through the saved mesh data,
@@ -152,14 +165,7 @@ def test_factor_mode_option_uses_the_objects_factor_group(addon, core, tmp_path)
     settings = obj.hybrid_skin
     settings.factor_vertex_group, settings.deform_factor = "HSF", 0.8
     assert settings.factor_mode == "GLOBAL"
-    pb = arm.pose.bones["Bone1"]
-    pb.rotation_mode = "XYZ"
-    for frame, angles in ((1, (0, 0, 0)), (3, (80, 0, 60))):
-        pb.rotation_euler = [math.radians(a) for a in angles]
-        pb.keyframe_insert("rotation_euler", frame=frame)
-    action = arm.animation_data.action.name
-    blend = tmp_path / "tube.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    action, blend = _keyed_bend_saved(arm, tmp_path)
     args = ("--object", "Rig", "--actions", action, "--precision", "EXR32", "--name", "tube", "--save")
     done = run_cli(str(blend), *args, "--output", str(tmp_path), "--factor-mode", "VERTEX_GROUP")
     assert done.returncode == 0, done.stderr
@@ -187,14 +193,7 @@ def test_factor_mode_auto_carries_auto_in_a_bone_bake(addon, core, tmp_path):
     arm = make_chain_armature("Rig", [1.0, 1.0])
     obj = make_cylinder("Tube", rings=12, segments=12)
     skin_to_chain(obj, arm)
-    pb = arm.pose.bones["Bone1"]
-    pb.rotation_mode = "XYZ"
-    for frame, angles in ((1, (0, 0, 0)), (3, (80, 0, 60))):
-        pb.rotation_euler = [math.radians(a) for a in angles]
-        pb.keyframe_insert("rotation_euler", frame=frame)
-    action = arm.animation_data.action.name
-    blend = tmp_path / "tube.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    action, blend = _keyed_bend_saved(arm, tmp_path)
     args = ("--object", "Rig", "--actions", action, "--kind", "BONE_DQ", "--factor-mode", "AUTO", "--gltf")
     done = run_cli(str(blend), *args, "--name", "auto", "--output", str(tmp_path))
     assert done.returncode == 0, done.stderr
