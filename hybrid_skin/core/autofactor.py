@@ -73,7 +73,7 @@ import numpy as np
 
 from .dualquat import quaternion_from_matrix, quaternion_to_matrix
 from .skinning import map_chunks
-from .small_linalg import inverse3
+from .small_linalg import cross3, inverse3
 
 __all__ = [
     "ANGLE_EPSILON",
@@ -178,8 +178,8 @@ def swing_twist(q: np.ndarray, axis: np.ndarray) -> BoneTwistSwing:
     q = np.where(q[:, :1] < 0.0, -q, q)
     twist = 2.0 * np.arctan2(np.einsum("bc,bc->b", q[:, 1:], axis), q[:, 0])
     w, v = q[:, :1], q[:, 1:]
-    turned = axis + 2.0 * np.cross(v, np.cross(v, axis) + w * axis)  # q rotating the axis
-    normal = np.cross(axis, turned)
+    turned = axis + 2.0 * cross3(v, cross3(v, axis) + w * axis)  # q rotating the axis
+    normal = cross3(axis, turned)
     sin, cos = np.linalg.norm(normal, axis=1), np.einsum("bc,bc->b", axis, turned)
     angle = np.arctan2(sin, cos)
     unit = np.divide(normal, sin[:, None], out=np.zeros_like(normal), where=sin[:, None] > 1e-12)

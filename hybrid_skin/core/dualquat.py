@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .small_linalg import unit
+from .small_linalg import cross3, unit
 
 #: Blender's ``normalize_v3`` leaves a vector whose squared length is at most this unchanged (zero).
 BLENDER_TINY_SQUARED = 1e-35
@@ -168,25 +168,15 @@ def _is_rigid(deform: np.ndarray, rest: np.ndarray) -> np.ndarray:
     return orthonormal & (np.linalg.det(deform) >= 0.0) & unscaled
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.cross`` over the last axis of ``(..., 3)`` arrays, without its axis bookkeeping (a palette
-    of bones is small: numpy's per-call overhead is what costs)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
-
-
 def _affine_inverse(m: np.ndarray) -> np.ndarray:
     """Inverse of affine ``(..., 4, 4)`` matrices (last row ``0 0 0 1``) from the 3x3 adjugate: a few
     vectorised products instead of one LAPACK solve per matrix (which costs ~10 µs a bone)."""
     a = m[..., :3, :3]
     adj = np.stack(
         [
-            _cross(a[..., 1, :], a[..., 2, :]),
-            _cross(a[..., 2, :], a[..., 0, :]),
-            _cross(a[..., 0, :], a[..., 1, :]),
+            cross3(a[..., 1, :], a[..., 2, :]),
+            cross3(a[..., 2, :], a[..., 0, :]),
+            cross3(a[..., 0, :], a[..., 1, :]),
         ],
         -1,
     )  # columns are the cross products of rows: adj(a) = cofactor(a)ᵀ
@@ -211,12 +201,12 @@ def _orthogonalize_around_y(m: np.ndarray) -> np.ndarray:
     col_x, col_z = m[..., :, 0], m[..., :, 2]
     with np.errstate(invalid="ignore", divide="ignore"):  # a case not taken may be degenerate
         y = _unit(m[..., :, 1])
-        z_a = _unit(_cross(col_x, y))  # case 1: keep the XY plane
-        x_a = _cross(y, z_a)
-        x_b = _unit(_cross(y, col_z))  # case 2: keep the YZ plane
-        z_b = _cross(x_b, y)
-        x_c = _unit(_cross(y, y[..., [1, 2, 0]]))  # case 3: any axis orthogonal to Y
-        z_c = _cross(x_c, y)
+        z_a = _unit(cross3(col_x, y))  # case 1: keep the XY plane
+        x_a = cross3(y, z_a)
+        x_b = _unit(cross3(y, col_z))  # case 2: keep the YZ plane
+        z_b = cross3(x_b, y)
+        x_c = _unit(cross3(y, y[..., [1, 2, 0]]))  # case 3: any axis orthogonal to Y
+        z_c = cross3(x_c, y)
     first = (np.einsum("...i,...i->...", y, col_x) < 1.0)[..., None]
     second = (np.einsum("...i,...i->...", col_x, col_z) < 1.0)[..., None]
     x = np.where(first, x_a, np.where(second, x_b, x_c))

@@ -12,7 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["inverse3", "inverse_affine", "per_vector", "squared_lengths", "unit"]
+__all__ = ["cross3", "inverse3", "inverse_affine", "per_vector", "squared_lengths", "unit"]
+
+
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.cross`` over the last axis of ``(..., 3)`` arrays (the same products in the same order, so the
+    same bits) without its axis bookkeeping: per-frame paths take it on a palette of bones, where numpy's
+    per-call overhead is what costs."""
+    out = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b)), dtype=np.result_type(a, b))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
 
 
 def inverse3(a: np.ndarray) -> np.ndarray:
@@ -20,7 +31,7 @@ def inverse3(a: np.ndarray) -> np.ndarray:
     determinant."""
     a = np.asarray(a, dtype=np.float64)
     c0, c1, c2 = a[..., :, 0], a[..., :, 1], a[..., :, 2]
-    rows = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-2)
+    rows = np.stack([cross3(c1, c2), cross3(c2, c0), cross3(c0, c1)], axis=-2)
     det = np.einsum("...i,...i->...", c0, rows[..., 0, :])
     return rows / det[..., None, None]
 

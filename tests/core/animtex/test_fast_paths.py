@@ -28,7 +28,7 @@ from hybrid_skin.core.animtex.quantize import (
     per_channel,
 )
 from hybrid_skin.core.animtex.report import ErrorAccumulator, normal_angles, position_errors
-from hybrid_skin.core.small_linalg import per_vector, squared_lengths, unit
+from hybrid_skin.core.small_linalg import cross3, per_vector, squared_lengths, unit
 
 RNG = np.random.default_rng(23)
 
@@ -118,6 +118,9 @@ def test_vector_helpers_equal_einsum_and_masked_divide() -> None:
     np.testing.assert_array_equal(per_vector(np.multiply, v, s), v * s[..., None])
     wide = v.astype(np.float64)
     np.testing.assert_array_equal(np.sqrt(squared_lengths(wide)), np.linalg.norm(wide, axis=-1))
+    np.testing.assert_array_equal(cross3(v, v[::-1]), np.cross(v, v[::-1]))  # the same bits, float32
+    np.testing.assert_array_equal(cross3(wide, wide[:1]), np.cross(wide, wide[:1]))  # broadcast, float64
+    assert cross3(v, v).dtype == np.float32
 
 
 def test_error_helpers_equal_their_einsum_forms() -> None:
