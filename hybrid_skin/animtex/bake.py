@@ -89,6 +89,7 @@ from .scene import (
     object_settings,
     resolve_actions,
     rigid_warning,
+    runtime_auto_profile,
 )
 from .summary import store_summary
 
@@ -185,39 +186,18 @@ class TextureBake:
         return factor.global_value(self.parts[0].obj)
 
     def _runtime_auto(self) -> str | None:
-        """The Auto profile a bone texture carries: its meshes' own when every one is in factor mode Auto
-        (or the bake's ``factor_mode`` is) with one round profile; else ``None``, and where some mesh is in
-        Auto a warning says why the texture plays one runtime factor instead."""
+        """The Auto profile a bone texture carries (:func:`.scene.runtime_auto_profile`); a warning when
+        some mesh is in Auto but the texture cannot carry it."""
         if self.kind is Kind.VERTEX or not self.options.runtime_auto:
             return None
         modes = self._factor_modes()
         if "AUTO" not in modes:
             return None
-        named = [(p.obj.name, mode, bind.auto_profile(p.obj)) for p, mode in zip(self.parts, modes)]
-        plays = "the texture plays one runtime factor"
-        other = next((n for n, mode, _ in named if mode != "AUTO"), None)
-        if other is not None:
-            auto = next(n for n, mode, _ in named if mode == "AUTO")
-            self.warnings.append(
-                f"'{auto}' is in factor mode Auto but '{other}' is not: a bone texture carries Auto for all "
-                f"its meshes or none, so {plays} (set both to Auto, or bake with --factor-mode AUTO)"
-            )
-            return None
-        joint = next((n for n, _, profile in named if profile == "JOINT"), None)
-        if joint is not None:
-            self.warnings.append(
-                f"'{joint}' uses Auto's Per Joint (0.1) profile, which runtimes do not compute: {plays} "
-                "(choose Round or Keep Volume to carry Auto)"
-            )
-            return None
-        profiles = {profile for _, _, profile in named}
-        if len(profiles) > 1:
-            self.warnings.append(
-                f"The meshes use different Auto profiles ({', '.join(sorted(profiles))}): a bone texture "
-                f"carries one, so {plays} (choose one profile for all)"
-            )
-            return None
-        return profiles.pop()
+        names, profiles = [p.obj.name for p in self.parts], [bind.auto_profile(p.obj) for p in self.parts]
+        profile, why = runtime_auto_profile(names, modes, profiles)
+        if why is not None:
+            self.warnings.append(why)
+        return profile
 
     def _attributes(self) -> tuple[dict[str, str], list[str]]:
         """The sidecar's ``mesh_attributes`` and every attribute the bake writes on the meshes."""
@@ -383,28 +363,24 @@ class TextureBake:
         # Held: the rig's handlers must not mend the setups of the meshes while the bake hides and shows
         # their modifiers (Hybrid Skin's DQS part follows the Armature modifier's visibility: shown with it
         # for the oracle's LBS, it made Blender's "LBS" the hybrid).
-        held = hold(p.obj for p in self.parts)
-        held.__enter__()
-        try:
-            # Hiding and showing the modifiers is not an edit of what a bind read (edits made before, e.g.
-            # weights by a script, are evaluated first and mark their binds).
-            with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
-                self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
-                self._anim.set_frame(self.scene.frame_current)
-                self.rest_bone = False
-                if self.kind is not Kind.VERTEX:
-                    self._prepare_bones(bpy.context.evaluated_depsgraph_get())
-            texture, report, tried = yield from self._choose()
-            if (lost := verify.non_rigid_warning(texture)) is not None:
-                self.warnings.append(lost)
-            with self._phase("sample"):
-                self._cycle_end = self._loop_end_worlds(texture.clips)
-        finally:
+        with hold(p.obj for p in self.parts):
             try:
+                # Hiding and showing the modifiers is not an edit of what a bind read (edits made before, e.g.
+                # weights by a script, are evaluated first and mark their binds).
+                with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
+                    self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
+                    self._anim.set_frame(self.scene.frame_current)
+                    self.rest_bone = False
+                    if self.kind is not Kind.VERTEX:
+                        self._prepare_bones(bpy.context.evaluated_depsgraph_get())
+                texture, report, tried = yield from self._choose()
+                if (lost := verify.non_rigid_warning(texture)) is not None:
+                    self.warnings.append(lost)
+                with self._phase("sample"):
+                    self._cycle_end = self._loop_end_worlds(texture.clips)
+            finally:
                 with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
                     self._anim.restore()
-            finally:
-                held.__exit__(None, None, None)
         yield 0.95
         self.result = self._write(texture, report, tried)
         yield 1.0

@@ -263,3 +263,34 @@ class AnimationState:
         if (render.frame_map_old, render.frame_map_new) != self.time_stretching:
             render.frame_map_old, render.frame_map_new = self.time_stretching
         self.scene.frame_set(self.frame[0], subframe=self.frame[1])
+
+
+def runtime_auto_profile(
+    names: Sequence[str], modes: Sequence[str], profiles: Sequence[str]
+) -> tuple[str | None, str | None]:
+    """The round Auto profile a bone texture carries for meshes ``names`` in factor ``modes`` with Auto
+    ``profiles``, and why not (one sentence) where some mesh is in Auto but the texture plays one runtime
+    factor: it carries Auto for all its meshes or none, in one round profile (Per Joint is not computed by
+    runtimes). ``(None, None)`` when no mesh is in Auto."""
+    if "AUTO" not in modes:
+        return None, None
+    plays = "the texture plays one runtime factor"
+    other = next((n for n, mode in zip(names, modes) if mode != "AUTO"), None)
+    if other is not None:
+        auto = next(n for n, mode in zip(names, modes) if mode == "AUTO")
+        return None, (
+            f"'{auto}' is in factor mode Auto but '{other}' is not: a bone texture carries Auto for all "
+            f"its meshes or none, so {plays} (set both to Auto, or bake with --factor-mode AUTO)"
+        )
+    joint = next((n for n, profile in zip(names, profiles) if profile == "JOINT"), None)
+    if joint is not None:
+        return None, (
+            f"'{joint}' uses Auto's Per Joint (0.1) profile, which runtimes do not compute: {plays} "
+            "(choose Round or Keep Volume to carry Auto)"
+        )
+    if len(set(profiles)) > 1:
+        return None, (
+            f"The meshes use different Auto profiles ({', '.join(sorted(set(profiles)))}): a bone texture "
+            f"carries one, so {plays} (choose one profile for all)"
+        )
+    return profiles[0], None
