@@ -172,3 +172,20 @@ def test_a_babylon_export_of_an_auto_bake_says_babylon_plays_lbs(addon, animtex,
     assert result.metadata["auto"]["profile"] == "ROUND" and result.babylon_path
     (warning,) = [w for w in result.warnings if "Babylon.js" in w]
     assert "plays LBS only" in warning and "\n" not in warning
+
+
+def test_which_auto_a_bone_texture_carries_and_why_not(addon):
+    """All meshes in Auto with one round profile: the texture carries it. Otherwise one sentence naming
+    the mesh that stops it, and no Auto (one runtime factor); no mesh in Auto: nothing to say."""
+    choose = importlib.import_module(addon.__name__ + ".animtex.scene").runtime_auto_profile
+    assert choose(["A", "B"], ["AUTO", "AUTO"], ["ROUND", "ROUND"]) == ("ROUND", None)
+    assert choose(["A"], ["AUTO"], ["KEEP_VOLUME"]) == ("KEEP_VOLUME", None)
+    assert choose(["A", "B"], ["GLOBAL", "VERTEX_GROUP"], ["ROUND", "ROUND"]) == (None, None)
+    cases = [
+        ((["A", "B"], ["AUTO", "GLOBAL"], ["ROUND", "ROUND"]), "'A' is in factor mode Auto but 'B' is not"),
+        ((["A", "B"], ["AUTO", "AUTO"], ["ROUND", "JOINT"]), "'B' uses Auto's Per Joint (0.1) profile"),
+        ((["A", "B"], ["AUTO", "AUTO"], ["ROUND", "KEEP_VOLUME"]), "profiles (KEEP_VOLUME, ROUND)"),
+    ]
+    for args, says in cases:
+        profile, why = choose(*args)
+        assert profile is None and says in why and why.count(". ") == 0, why
