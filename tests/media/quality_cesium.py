@@ -5,7 +5,10 @@ walk sampled every other frame; at each frame the add-on's ``analyze`` measures 
 factor and every Auto profile. Nothing here was seen by ``tools/fit_auto.py``. Per joint and method the
 table gives bulge, shrink and the local volume change at the frame where the joint bends most; then, over
 the frames where it bends at least 30°, how often Auto (round) is at least as good as Auto 0.1; then each Auto
-profile's largest factor step across an edge whose vertices blend, over the whole mesh and walk.
+profile's largest factor step across an edge whose vertices blend, over the whole mesh and walk; then what
+those steps do to the surface: how much the dihedral angle across each edge of the blended regions changes
+from rest (``metrics.crease_changes``) under LBS, DQS and each Auto profile, and how often an Auto profile
+folds an edge by more than 30° beyond what both LBS and DQS do there.
 CesiumMan's knee and elbow regions are no tubes around the bones (the weights reach far into the thigh,
 the mesh has clothing folds), so even LBS shows a large "bulge": compare the methods with each other, not
 with the canonical limbs.
@@ -44,9 +47,10 @@ METHODS = {
 FRAME_STEP = 2.0
 
 
-def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[float, float]]]:
+def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[float, float]], dict]:
     """Per joint: (frame, bend in degrees, method → JointMeasure) at every sampled frame; per Auto profile:
-    (largest factor step across an edge whose vertices blend, the frame of it)."""
+    (largest factor step across an edge whose vertices blend, the frame of it); per method, the crease
+    changes of every blended interior edge at every sampled frame (:func:`creases`)."""
     arm, (man,) = import_gltf(ROOT / "assets" / "CesiumMan.gltf")
     bpy.context.view_layer.objects.active = man
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
@@ -55,6 +59,7 @@ def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[
     out: dict[str, list] = {name: [] for name in JOINTS}
     steps = {profile: (0.0, start) for profile in autofactor.PROFILES}
     triangles = bridge.triangle_vertices(man.data)
+    folds: dict[str, list] = {}
     for frame in np.arange(start, end + 1e-6, FRAME_STEP):
         play(arm, action, float(frame))
         bpy.context.view_layer.objects.active = man
@@ -63,13 +68,15 @@ def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[
         angles = bend_angles(man)
         for profile, step in factor_steps(man, triangles).items():
             steps[profile] = max(steps[profile], (step, float(frame)))
+        for method, change in creases(man, triangles).items():
+            folds.setdefault(method, []).append(change)
         for name, node in JOINTS.items():
             child = next((c for c, label in result.labels.items() if label == node), None)
             if child is None:  # the joint did not move at this frame
                 continue
             measures = {m: result.comparison.rows[m][1].joint(child) for m in METHODS}
             out[name].append((float(frame), angles[node], measures))
-    return out, steps
+    return out, steps, {m: np.concatenate(c) for m, c in folds.items()}
 
 
 def factor_steps(man: bpy.types.Object, triangles: np.ndarray) -> dict[str, float]:
@@ -79,6 +86,33 @@ def factor_steps(man: bpy.types.Object, triangles: np.ndarray) -> dict[str, floa
     blended = metrics.blended_vertices(posed.bind.binding.weights)
     factors = {p: posed.auto_factors(p) for p in autofactor.PROFILES}
     return {p: metrics.largest_factor_step(f, triangles, blended) for p, f in factors.items()}
+
+
+def creases(man: bpy.types.Object, triangles: np.ndarray) -> dict[str, np.ndarray]:
+    """Per method (LBS, DQS, each Auto profile), degrees by which each interior edge whose two vertices
+    blend changes its dihedral angle from rest, at this frame."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    posed = bind.cached_bind(man, dg).posed(dg)
+    edges, faces = metrics.interior_edges(triangles)
+    blended = metrics.blended_vertices(posed.bind.binding.weights)[edges].all(axis=1)
+    rest = posed.bind.rest_positions
+    fields = {"LBS": 0.0, "DQS": 1.0, **{p: posed.auto_factors(p) for p in autofactor.PROFILES}}
+    return {m: metrics.crease_changes(rest, posed.skin(f)[0], triangles, faces[blended])
+            for m, f in fields.items()}
+
+
+def crease_summary(folds: dict[str, np.ndarray], beyond: float = 30.0) -> str:
+    """Per method the 99th percentile and the largest crease change; per Auto profile how many edge-frames
+    it folds by more than ``beyond`` degrees beyond both LBS and DQS."""
+    ends = np.maximum(folds["LBS"], folds["DQS"])
+    parts = []
+    for method, change in folds.items():
+        line = f"{method} {np.percentile(change, 99):.1f}° / {change.max():.1f}°"
+        if method not in ("LBS", "DQS"):
+            line += f" ({int(np.sum(change > ends + beyond))} beyond both by {beyond:g}°)"
+        parts.append(line)
+    return (f"crease change at blended edges over the walk ({len(ends)} edge-frames), 99th percentile / "
+            "largest: " + ", ".join(parts))
 
 
 def bend_angles(man: bpy.types.Object) -> dict[str, float]:
@@ -127,13 +161,14 @@ def main() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     hybrid_skin.register()
     try:
-        samples, steps = walk()
+        samples, steps, folds = walk()
         print(markdown(samples))
         print()
         print(comparison(samples))
         print()
         shown = ", ".join(f"{p} {s:.3f} (frame {f:g})" for p, (s, f) in steps.items())
         print(f"largest factor step across an edge over the walk: {shown}")
+        print(crease_summary(folds))
     finally:
         hybrid_skin.unregister()
 
