@@ -29,7 +29,7 @@
  */
 
 struct HsRoundShape {
-  float width;           /* k at a 90 degree swing (ROUND 2.17, KEEP_VOLUME 1.24) */
+  float width;           /* k at a 90 degree swing (ROUND 2.17, KEEP_VOLUME 0.74) */
   float swing_exponent;  /* how k changes with the swing */
   float twist_weight;    /* twist's weight against swing */
   float epsilon_sq;      /* the squared rest angle (10 degrees) */

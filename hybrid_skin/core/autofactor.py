@@ -122,10 +122,11 @@ class RoundShape(NamedTuple):
 
 
 #: The fitted profiles: ``tools/fit_auto.py`` prints these numbers (``KEEP_VOLUME`` is ``ROUND`` widened
-#: until no bend of the fit's sweep thins its convex side by more than 0.5 %).
+#: until the bends of the fit's sweep lose on average at most 0.5 points of volume more than DQS, and none
+#: thins its convex side by more than 0.5 %).
 ROUND_SHAPES = {
     "ROUND": RoundShape(width=2.17, swing_exponent=-0.97, twist_weight=0.48),
-    "KEEP_VOLUME": RoundShape(width=1.24, swing_exponent=-0.97, twist_weight=0.48),
+    "KEEP_VOLUME": RoundShape(width=0.74, swing_exponent=-0.97, twist_weight=0.48),
 }
 #: theta^2 of a 90° swing, where ``k = width``.
 QUARTER_TURN_SQ = (np.pi / 2.0) ** 2

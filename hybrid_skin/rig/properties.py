@@ -28,8 +28,8 @@ FACTOR_MODES = [
 AUTO_PROFILES = [
     ("ROUND", "Round", "Keeps a bent joint round: DQS at the joint, LBS further out, as far as the bend "
      "needs; twist pulls towards DQS", 0),
-    ("KEEP_VOLUME", "Keep Volume", "Like Round, wider: the outside of a bent joint never thins (it bulges a "
-     "little more)", 1),
+    ("KEEP_VOLUME", "Keep Volume", "Like Round, wider: the outside of a bent joint never thins and the limb "
+     "keeps about DQS's volume (it bulges more)", 1),
     ("JOINT", "Per Joint (0.1)", "The Auto of version 0.1: one factor per joint, 0.55 for a bend and 1 for a "
      "twist (files saved with it keep it)", 2),
 ]

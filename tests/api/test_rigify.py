@@ -104,7 +104,7 @@ def test_rigify_human_arm_spine_and_leg(addon, rigify):
 def test_round_auto_factor_steps_at_most_half_across_the_arm(addon, rigify):
     """The docs' Rigify arm (elbow 110°, forearm twisted 150°; tests/media/quality_rigify.py): across every
     edge whose two vertices blend, each round profile's factor steps by at most 1/2 (the issue's bound; the
-    docs measure 0.36 and 0.33). The same factors without the presence step by 0.94 and 0.90 there: where
+    docs measure 0.36 and 0.31). The same factors without the presence step by 0.94 and 0.84 there: where
     the upper arm's automatic weight ends inside the forearm's B-bone segments (0.038 next to 0)."""
     names = ("rig.bind", "bridge", "core.autofactor", "core.metrics")
     modules = {m: importlib.import_module(f"{addon.__name__}.{m}") for m in names}
@@ -125,4 +125,4 @@ def test_round_auto_factor_steps_at_most_half_across_the_arm(addon, rigify):
         pose = posed.auto_bone_data(profile)
         bare = autofactor.round_factors(pose.bones, binding.bone_indices, binding.weights, pose.vertices,
                                         autofactor.ROUND_SHAPES[profile], presence=0.0)
-        assert metrics.largest_factor_step(bare, triangles, blended) > 0.85, profile  # what it bounds
+        assert metrics.largest_factor_step(bare, triangles, blended) > 0.8, profile  # what it bounds

@@ -99,7 +99,7 @@ def test_a_bend_gives_the_closed_form(degrees: float, profile: str) -> None:
     blended = _blended(limb)
     np.testing.assert_allclose(f[blended], expected[blended], rtol=2e-5, atol=1e-6)
     np.testing.assert_array_equal(f[~blended], 1.0)  # one bone: LBS and DQS agree, DQS it is
-    assert np.ptp(f[blended]) > 0.3  # really a profile across the zone
+    assert np.ptp(f[blended]) > 0.2  # really a profile across the zone (Keep Volume at 150°: 0.23)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -310,16 +310,16 @@ PINNED = {
     ("bend_120", "ROUND"): (-1.86, 4.53, 2.12, 0.0),
     ("twist_180", "ROUND"): (-0.68, 0.0, 0.0, 0.0),
     ("bend_120_twist_170", "ROUND"): (-1.65, 4.53, 2.12, 0.0),
-    ("bend_90", "KEEP_VOLUME"): (-0.96, 6.26, 0.0, 0.0),
-    ("bend_120", "KEEP_VOLUME"): (-1.30, 6.76, 0.0, 0.0),
+    ("bend_90", "KEEP_VOLUME"): (-0.68, 8.34, 0.0, 0.0),
+    ("bend_120", "KEEP_VOLUME"): (-0.94, 9.11, 0.0, 0.0),
     ("twist_180", "KEEP_VOLUME"): (-0.68, 0.0, 0.0, 0.0),
-    ("bend_120_twist_170", "KEEP_VOLUME"): (-1.28, 6.76, 0.0, 0.0),
+    ("bend_120_twist_170", "KEEP_VOLUME"): (-1.03, 9.11, 0.0, 0.0),
 }
 #: Where Round is not at least as good as Auto 0.1: the bulge of a 120° bend, 4.53 % against 4.36 % (while
 #: the convex side thins by 2.12 % against 22.5 %). Index 1 of :func:`_summary`.
 BULGE_ABOVE_JOINT = {"bend_120": 0.0018, "bend_120_twist_170": 0.0018}
 #: Le & Hodgins' optimized centres of rotation on these limbs (issue 29's measurement with these metrics):
-#: KEEP_VOLUME's volume should lie within 0.3 percentage points. Met except at bend 90° (-0.96 %).
+#: KEEP_VOLUME's volume should lie within 0.3 percentage points (bend 90°: -0.68 %, the closest).
 COR_VOLUME = {"bend_90": -0.0041, "bend_120": -0.0102, "twist_180": -0.0068, "bend_120_twist_170": -0.0109}
 
 
@@ -328,7 +328,7 @@ def test_round_meets_the_targets_and_beats_the_joint_profile(name: str) -> None:
     """Issue 29's targets: bulge <= 5.5 %, shrink <= 5 %, collapse <= 0.5 %, |volume| <= 2.5 %; at least
     as good as Auto 0.1 ("JOINT") on every measure (the one exception pinned); no single factor at least as
     good on every measure; no factor step above 0.5 across an edge of the blend zones. KEEP_VOLUME: shrink
-    <= 1 %, volume near CoR's (pinned where it is not)."""
+    <= 1 %, volume within 0.3 percentage points of CoR's."""
     cp, fields, skin_with, setup = _measures(name)
     measured = {p: metrics.measure_pose(setup, skin_with(f), cp.deform) for p, f in fields.items()}
     ours, old = _summary(cp, measured["ROUND"]), _summary(cp, measured["JOINT"])
@@ -343,7 +343,7 @@ def test_round_meets_the_targets_and_beats_the_joint_profile(name: str) -> None:
     keep = _summary(cp, measured["KEEP_VOLUME"])
     assert keep[2] <= 0.01
     cor_gap = abs(measured["KEEP_VOLUME"].volume_change - COR_VOLUME[name])
-    assert (cor_gap <= 0.003) == (name != "bend_90"), cor_gap
+    assert cor_gap <= 0.003, cor_gap
     for profile in PROFILES:
         assert metrics.dominating_factors(setup, cp.deform, skin_with, fields[profile]) == []
         step = metrics.largest_factor_step(fields[profile], cp.limb.mesh.triangles, _blended(cp.limb))

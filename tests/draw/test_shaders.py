@@ -244,8 +244,8 @@ def test_auto_factor_bend_and_twist_limb(hs, profile):
     pose_bone(arm, "Bone2", (0, 170, 0))
     rig, palette, t2a, skin, pose = bind_auto(hs, cyl, profile)
     factors = pose.auto_factors(profile)
-    # Keep Volume, the shallowest profile, spans 0.73-1 here (0.70-1 before its ends faded in with weight).
-    assert factors.max() > 0.9 and np.ptp(factors) > 0.25, "both joint kinds must show in the factors"
+    # Keep Volume, the shallowest profile, spans 0.81-1 here (0.73-1 with its earlier width, 1.24).
+    assert factors.max() > 0.9 and np.ptp(factors) > 0.15, "both joint kinds must show in the factors"
     assert_auto_matches_core(hs, rig, palette, t2a, skin, pose, profile)
     fixed = hs.skinning.skin(rig.rest_positions, rig.binding, palette, 0.5, None, t2a)[0]
     assert np.abs(skin.readback() - fixed).max() > 1e-2 * bbox_diagonal(rig.rest_positions)  # Auto matters
