@@ -23,6 +23,7 @@ viewport's compares them.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -105,6 +106,11 @@ class MeshBind:
     bound_target_to_armature: np.ndarray = field(init=False)
     #: Auto's per-vertex rest data and what it was computed from (:meth:`auto_rest`).
     _auto_rest: tuple | None = field(default=None, init=False, repr=False)
+
+    @functools.cached_property
+    def palette_parents(self) -> np.ndarray:
+        """``bones.virtual_parents()``, computed once per bind (Auto reads it every frame)."""
+        return self.bones.virtual_parents()
 
     @property
     def vertex_count(self) -> int:
@@ -271,7 +277,7 @@ class PosedBind:
         one of ``autofactor.PROFILES``; ``None`` is the object's own (:func:`auto_profile`)."""
         b = self.bind
         profile = profile or auto_profile(b.mesh_object())
-        bones = autofactor.bone_factor_data(self.deform, b.virtual_rest, b.bones.virtual_parents())
+        bones = autofactor.bone_factor_data(self.deform, b.virtual_rest, b.palette_parents)
         rest = None if profile == "JOINT" else b.auto_rest(self.target_to_armature)
         return autofactor.AutoPose(profile, bones, rest)
 

@@ -14,6 +14,7 @@ from hybrid_skin.core.autofactor import (
     AutoPose,
     auto_factors,
     bone_factor_data,
+    chain_sums,
     joint_factors,
     joint_vertex_factors,
     relative_rotations,
@@ -212,3 +213,29 @@ def test_joint_profile_beats_every_global_factor_on_bend_then_twist() -> None:
     np.testing.assert_allclose(auto_bulge, measure(SWING_FACTOR)[0], atol=2e-5)
     # Margins, so that a regression shows up before the criteria flip.
     assert auto_bulge < 0.9 * bulge_06 and auto_collapse < 0.05 * collapse_09
+
+
+@pytest.mark.parametrize("shape", ["chain", "tree", "forest"])
+def test_chain_sums_add_every_ancestor_in_any_bone_order(shape: str) -> None:
+    """``chain_sums`` (pointer jumping) against a walk up each bone's chain, with parents listed after
+    their children too (palette order need not be topological)."""
+    rng = np.random.default_rng(7)
+    count = 57
+    if shape == "chain":
+        parents = np.arange(count) - 1
+    else:
+        roots = 0.0 if shape == "tree" else 0.2
+        parents = np.array([-1 if i == 0 or rng.random() < roots else int(rng.integers(0, i))
+                            for i in range(count)])
+    order = rng.permutation(count)
+    where = np.argsort(order)
+    shuffled = np.where(parents[order] >= 0, where[np.maximum(parents[order], 0)], -1)
+    values = rng.normal(size=(count, 8))
+    expected = np.zeros_like(values)
+    for bone in range(count):
+        at = bone
+        while at >= 0:
+            expected[bone] += values[at]
+            at = shuffled[at]
+    np.testing.assert_allclose(chain_sums(values, shuffled), expected, rtol=0.0, atol=1e-12)
+    np.testing.assert_array_equal(chain_sums(values, np.full(count, -1)), values)  # roots alone
