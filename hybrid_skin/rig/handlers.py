@@ -22,7 +22,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import runtime
-from . import bind, factor_group, readers, setup, stack
+from . import bind, escaped, factor_group, readers, setup, stack
 from .state import RigState, rig_state
 
 
@@ -53,7 +53,7 @@ def restore_all() -> None:
 
 def _clean_all() -> None:
     for obj in bpy.data.objects:
-        setup.clean_escaped(obj)
+        escaped.clean_escaped(obj)
 
 
 @persistent
@@ -132,7 +132,7 @@ def _after_evaluation(state: RigState, depsgraph: bpy.types.Depsgraph, frame_cha
         failure = state.draw_failures.get(obj.session_uid)
         if failure is not None and failure[1] != stack.signature(obj):
             del state.draw_failures[obj.session_uid]  # the stack changed since the display failed: try again
-        setup.clean_escaped(obj)
+        escaped.clean_escaped(obj)
     objects = [o for o in enabled_objects() if o.session_uid not in state.held]
     gpu = [o for o in objects if o.hybrid_skin.display == "GPU"]
     read = readers.mesh_readers(gpu)

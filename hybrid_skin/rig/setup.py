@@ -20,14 +20,12 @@ hybrid from Blender's own evaluation, as they read Blender's LBS without the add
 What was changed is recorded in ``Object.hybrid_skin.saved_state`` (:mod:`.record`); :func:`restore` puts
 everything back. :func:`sync` is called by the handlers for every change Blender reports and keeps the
 setup whole: parts deleted by the user are set up again, an Armature modifier applied or removed takes
-Hybrid Skin off, parts copied onto other objects are taken off them (:func:`clean_escaped`). Each change
+Hybrid Skin off; parts copied onto other objects are taken off them by :mod:`.escaped`. Each change
 the user did not ask for is said once (``runtime.report_once``). The factor group's values are written by
 :mod:`.factors`.
 """
 
 from __future__ import annotations
-
-import re
 
 import bpy
 
@@ -44,7 +42,6 @@ __all__ = [
     "MIX_MODIFIER",
     "aside_reason",
     "apply",
-    "clean_escaped",
     "gpu_draws",
     "gpu_refusal",
     "is_applied",
@@ -63,9 +60,6 @@ TAIL = "TAIL"
 READ = "READ"
 #: ... the GPU display cannot show this object (:func:`gpu_refusal`) or failed to skin it.
 REFUSED = "REFUSED"
-
-_FACTOR_GROUP_NAME = re.compile(re.escape(FACTOR_GROUP) + r"(\.\d+)?")
-
 
 def load(obj: bpy.types.Object) -> DisplayRecord | None:
     return record.load(obj.hybrid_skin.saved_state)
@@ -450,76 +444,6 @@ def separate_copy(obj: bpy.types.Object, rec: DisplayRecord) -> bool:
     store(obj, rec)
     _apply(obj, None)
     return True
-
-
-# ------------------------------------------------------------------------------------ escaped parts
-def clean_escaped(obj: bpy.types.Object) -> None:
-    """Take Hybrid Skin's parts off an object they escaped to, as Blender alone would have left it, said
-    once: a modifier :data:`MIX_MODIFIER` copied with Copy Modifiers or Copy to Selected, a factor group
-    copied with the vertex groups (Copy to Selected, Transfer Data, Join). The Armature modifier copied with
-    it gets back the settings the user has on the original (Preserve Volume, Show in Viewport). Parts are
-    known by name and kind: a Multi Modifier Armature modifier named :data:`MIX_MODIFIER`, a *locked* group
-    named :data:`FACTOR_GROUP` (``.001`` … too) that no object using this mesh mixes by; a user's own group
-    or modifier of those names is never taken."""
-    if obj.type != "MESH" or not is_local(obj):
-        return
-    own = load(obj) if obj.hybrid_skin.enabled else None
-    claimed = _claimed_groups(obj)
-    removed = []
-    modifiers = list(obj.modifiers)
-    for i, m in enumerate(modifiers):
-        if m.type != "ARMATURE" or not m.use_multi_modifier or not stack.is_mix_modifier(m):
-            continue
-        if own is not None and own.mix and stack.find_modifier(obj, own.mix) == m:
-            continue
-        above = modifiers[i - 1] if i > 0 and modifiers[i - 1].type == "ARMATURE" else None
-        if above is not None:
-            _user_settings_from_source(above)
-        removed.append(f"modifier '{m.name}'")
-        obj.modifiers.remove(m)
-    for group in list(obj.vertex_groups):
-        ours = group.lock_weight and _FACTOR_GROUP_NAME.fullmatch(group.name)
-        if ours and group.name not in claimed:
-            removed.append(f"vertex group '{group.name}'")
-            obj.vertex_groups.remove(group)
-    if removed:
-        runtime.get().report_once(
-            obj,
-            HybridSkinError(
-                f"'{obj.name}' got Hybrid Skin's {' and '.join(removed)} from another object, which would "
-                "deform it by that object's settings: removed (Add Hybrid Skin to use it on this object)"
-            ),
-        )
-
-
-def _claimed_groups(obj: bpy.types.Object) -> set[str]:
-    """Factor group names recorded by the objects that use ``obj``'s mesh (vertex groups live on the mesh)."""
-    names = set()
-    for other in bpy.data.objects:
-        if other.data == obj.data and other.type == "MESH":
-            rec = load(other)
-            if rec is not None and rec.factor_group:
-                names.add(rec.factor_group)
-    return names
-
-
-def _user_settings_from_source(copy: bpy.types.ArmatureModifier) -> None:
-    """An Armature modifier copied from a Hybrid Skin object carries what Hybrid Skin changed on the
-    original (Preserve Volume off; hidden in the viewport by the GPU display): give it the user's settings,
-    read from the original's record (the object whose followed modifier has this name and armature)."""
-    for source in bpy.data.objects:
-        rec = load(source) if source.type == "MESH" and source.data is not None else None
-        if rec is None or rec.armature[1] != copy.name:
-            continue
-        mod = stack.find_modifier(source, rec.armature)
-        if mod is None or mod.object != copy.object:
-            continue
-        if rec.preserve_volume is not None:
-            copy.use_deform_preserve_volume = rec.preserve_volume
-        for uid, name, value in rec.hidden:
-            if stack.find_modifier(source, [uid, name]) == mod:
-                copy.show_viewport = value
-        return
 
 
 # ------------------------------------------------------------------------------------ settings
