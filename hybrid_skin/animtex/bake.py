@@ -64,8 +64,8 @@ from ..core.animtex.samples import (
     stack_samples,
 )
 from ..errors import HybridSkinError
-from ..rig import bind, factor
-from ..rig.bind import MeshBind
+from ..rig import bind, factor, mesh_bind
+from ..rig.mesh_bind import MeshBind
 from ..rig.state import hold
 from . import palette
 from .corners import CornerItems
@@ -193,7 +193,8 @@ class TextureBake:
         modes = self._factor_modes()
         if "AUTO" not in modes:
             return None
-        names, profiles = [p.obj.name for p in self.parts], [bind.auto_profile(p.obj) for p in self.parts]
+        names = [p.obj.name for p in self.parts]
+        profiles = [mesh_bind.auto_profile(p.obj) for p in self.parts]
         profile, why = runtime_auto_profile(names, modes, profiles)
         if why is not None:
             self.warnings.append(why)

@@ -23,7 +23,7 @@ import numpy as np
 from .. import bridge
 from ..core.animtex.split import CornerSplit, split_corners
 from ..core.skinning import SkinBinding, skin
-from ..rig.bind import PosedBind
+from ..rig.mesh_bind import PosedBind
 from .scene import MeshPart
 
 __all__ = ["CornerItems"]

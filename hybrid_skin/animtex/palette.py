@@ -13,7 +13,7 @@ import numpy as np
 from ..core.animtex import palette as core_palette
 from ..core.animtex.palette import BONE_SLOTS, REST_BONE
 from ..errors import HybridSkinError
-from ..rig.bind import PosedBind
+from ..rig.mesh_bind import PosedBind
 from .scene import MeshPart
 
 __all__ = ["BONE_SLOTS", "REST_BONE", "Palette", "prepare", "skinning_matrices"]

@@ -22,7 +22,7 @@ from mathutils import Matrix
 
 from .. import bridge
 from ..errors import HybridSkinError
-from ..rig import bind, checks, factor
+from ..rig import bind, checks, factor, mesh_bind
 from ..rig.factor import DeformFactor
 from . import ensure_gpu_context
 from .colors import display_color
@@ -92,7 +92,7 @@ def _posed_with_factor(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph):
     posed = bound.posed(depsgraph)
     values = wanted.values(posed)
     if wanted.auto:
-        profile = bind.auto_profile(obj)
+        profile = mesh_bind.auto_profile(obj)
         label = "Hybrid f=auto" + {"KEEP_VOLUME": " (keep volume)", "JOINT": " 0.1"}.get(profile, "")
     elif np.ndim(values) == 0:
         label = f"Hybrid f={float(values):.2f}"

@@ -41,7 +41,7 @@ READBACK_WIDTH = 1024
 
 
 class SkinSource(Protocol):
-    """What :class:`GpuSkin` needs from a bind (``hybrid_skin.skin.bind.MeshBind`` provides it)."""
+    """What :class:`GpuSkin` needs from a bind (``hybrid_skin.rig.mesh_bind.MeshBind`` provides it)."""
 
     rest_positions: np.ndarray
     rest_normals: np.ndarray

@@ -20,7 +20,7 @@ from ..errors import HybridSkinError
 from . import bind as skin_bind
 
 if TYPE_CHECKING:
-    from .bind import MeshBind, PosedBind
+    from .mesh_bind import MeshBind, PosedBind
 
 __all__ = ["DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "resolve"]
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import runtime
 from ..errors import HybridSkinError
-from . import bind, factor, record
+from . import bind, factor, mesh_bind, record
 from .state import rig_state
 
 __all__ = [
@@ -102,7 +102,7 @@ def _group(obj: bpy.types.Object) -> bpy.types.VertexGroup | None:
     return obj.vertex_groups.get(rec.factor_group)
 
 
-def _wanted(obj: bpy.types.Object, bound: bind.MeshBind | None) -> Written:
+def _wanted(obj: bpy.types.Object, bound: mesh_bind.MeshBind | None) -> Written:
     settings = obj.hybrid_skin
     auto = settings.factor_mode == "AUTO"
     return Written(

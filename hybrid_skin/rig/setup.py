@@ -32,7 +32,7 @@ import bpy
 from .. import bridge, runtime
 from ..core.skinning import skin
 from ..errors import HybridSkinError
-from . import bind, checks, factor, factor_group, native, readers, record, stack
+from . import bind, checks, factor, factor_group, mesh_bind, native, readers, record, stack
 from .record import FACTOR_GROUP, MIX_MODIFIER, DisplayRecord
 from .state import rig_state
 
@@ -410,7 +410,7 @@ def _freeze_converted(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | No
     arm = next((o for o in bpy.data.objects if o.session_uid == bound.armature_uid), None)
     if arm is None or arm.type != "ARMATURE":
         return False
-    posed = bind.posed_by(bound, obj, arm, depsgraph)
+    posed = mesh_bind.posed_by(bound, obj, arm, depsgraph)
     try:
         values = factor.resolve(obj, bound).values(posed)
     except HybridSkinError:

@@ -11,7 +11,7 @@ with their own):
   factor mode is drawn at its animated value;
 * per frame (:func:`update_pose`): the pose, O(bones) — bone matrices, dual quaternions and, for AUTO,
   each bone's accumulated twist and swing, from which the shader derives every vertex's factor. The bind
-  is brought up to the frame by :meth:`~.bind.MeshBind.posed`, like every other feature's.
+  is brought up to the frame by :meth:`~..rig.mesh_bind.MeshBind.posed`, like every other feature's.
 
 What is shown lives in the runtime (``shown``, ``generation``); the property update callback, the
 operators and the handlers call :func:`settings_changed` and :func:`forget` directly.
@@ -33,7 +33,7 @@ from .. import bridge, runtime
 from ..draw.colors import display_color
 from ..draw.resources import GpuSkin
 from ..errors import HybridSkinError
-from ..rig import bind, factor, setup, stack
+from ..rig import bind, factor, mesh_bind, setup, stack
 from ..rig.state import RigState, rig_state
 
 __all__ = [
@@ -122,7 +122,7 @@ def factor_key(obj: bpy.types.Object) -> tuple:
     return settings.factor_mode, value, settings.factor_vertex_group, settings.auto_profile
 
 
-def apply_factors(skin: GpuSkin, obj: bpy.types.Object, bound: bind.MeshBind) -> None:
+def apply_factors(skin: GpuSkin, obj: bpy.types.Object, bound: mesh_bind.MeshBind) -> None:
     """Give ``skin`` the object's factor settings without per-vertex work, except for uploading a
     vertex group's weights the first time this bind uses them (the bind's own array: uploaded once per
     bind, then only re-enabled)."""
