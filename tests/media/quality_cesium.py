@@ -50,7 +50,7 @@ FRAME_STEP = 2.0
 def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[float, float]], dict]:
     """Per joint: (frame, bend in degrees, method → JointMeasure) at every sampled frame; per Auto profile:
     (largest factor step across an edge whose vertices blend, the frame of it); per method, the crease
-    changes of every blended interior edge at every sampled frame (:func:`creases`)."""
+    changes of every blended interior edge at every sampled frame (:func:`surface`)."""
     arm, (man,) = import_gltf(ROOT / "assets" / "CesiumMan.gltf")
     bpy.context.view_layer.objects.active = man
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
@@ -59,6 +59,7 @@ def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[
     out: dict[str, list] = {name: [] for name in JOINTS}
     steps = {profile: (0.0, start) for profile in autofactor.PROFILES}
     triangles = bridge.triangle_vertices(man.data)
+    edges, faces = metrics.interior_edges(triangles)
     folds: dict[str, list] = {}
     for frame in np.arange(start, end + 1e-6, FRAME_STEP):
         play(arm, action, float(frame))
@@ -66,9 +67,10 @@ def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
         result = analyze_ops._state().analyses[man.session_uid]
         angles = bend_angles(man)
-        for profile, step in factor_steps(man, triangles).items():
+        frame_steps, frame_folds = surface(man, triangles, edges, faces)
+        for profile, step in frame_steps.items():
             steps[profile] = max(steps[profile], (step, float(frame)))
-        for method, change in creases(man, triangles).items():
+        for method, change in frame_folds.items():
             folds.setdefault(method, []).append(change)
         for name, node in JOINTS.items():
             child = next((c for c, label in result.labels.items() if label == node), None)
@@ -79,26 +81,22 @@ def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[
     return out, steps, {m: np.concatenate(c) for m, c in folds.items()}
 
 
-def factor_steps(man: bpy.types.Object, triangles: np.ndarray) -> dict[str, float]:
-    """Each Auto profile's largest factor step across an edge whose two vertices blend, at this frame."""
+def surface(
+    man: bpy.types.Object, triangles: np.ndarray, edges: np.ndarray, faces: np.ndarray
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """At this frame: each Auto profile's largest factor step across an edge whose two vertices blend, and
+    per method (LBS, DQS, each Auto profile) the degrees by which each interior edge (``edges``, their
+    two triangles ``faces``: ``metrics.interior_edges``) whose vertices blend changes its dihedral angle
+    from rest."""
     dg = bpy.context.evaluated_depsgraph_get()
     posed = bind.cached_bind(man, dg).posed(dg)
     blended = metrics.blended_vertices(posed.bind.binding.weights)
     factors = {p: posed.auto_factors(p) for p in autofactor.PROFILES}
-    return {p: metrics.largest_factor_step(f, triangles, blended) for p, f in factors.items()}
-
-
-def creases(man: bpy.types.Object, triangles: np.ndarray) -> dict[str, np.ndarray]:
-    """Per method (LBS, DQS, each Auto profile), degrees by which each interior edge whose two vertices
-    blend changes its dihedral angle from rest, at this frame."""
-    dg = bpy.context.evaluated_depsgraph_get()
-    posed = bind.cached_bind(man, dg).posed(dg)
-    edges, faces = metrics.interior_edges(triangles)
-    blended = metrics.blended_vertices(posed.bind.binding.weights)[edges].all(axis=1)
-    rest = posed.bind.rest_positions
-    fields = {"LBS": 0.0, "DQS": 1.0, **{p: posed.auto_factors(p) for p in autofactor.PROFILES}}
-    return {m: metrics.crease_changes(rest, posed.skin(f)[0], triangles, faces[blended])
-            for m, f in fields.items()}
+    steps = {p: metrics.largest_factor_step(f, triangles, blended) for p, f in factors.items()}
+    rest, inner = posed.bind.rest_positions, faces[blended[edges].all(axis=1)]
+    fields = {"LBS": 0.0, "DQS": 1.0, **factors}
+    folds = {m: metrics.crease_changes(rest, posed.skin(f)[0], triangles, inner) for m, f in fields.items()}
+    return steps, folds
 
 
 def crease_summary(folds: dict[str, np.ndarray], beyond: float = 30.0) -> str:
