@@ -13,13 +13,15 @@ import importlib
 
 #: Packages in registration order, each with its Blender-facing modules in order (unregistered in
 #: reverse): the rig layer first (the per-object settings and the handlers that keep every object's setup
-#: whole), then the features. The sidebar's main panel registers before the sub-panels that name it.
+#: whole), then the features, then the command line's ``blender --command hybrid_skin`` (last: a command
+#: can use everything above). The sidebar's main panel registers before the sub-panels that name it.
 FEATURES = (
     ("rig", ("properties", "handlers")),
     ("skin", ("operators", "panel", "viewport", "handlers")),
     ("bake", ("operators",)),
     ("analyze", ("operators", "compare", "panel")),
     ("animtex", ("operators", "panels", "crowd", "handlers")),
+    ("cli", ("blender_command",)),
 )
 
 

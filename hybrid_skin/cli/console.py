@@ -10,9 +10,10 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def quiet() -> Iterator[None]:
+def quiet(*, echo_on_failure: bool = True) -> Iterator[None]:
     """Keep Blender's console chatter (operator reports, importer and GPU driver logs, which C code writes
-    to the process's stdout and stderr) out of the progress lines; shown on stderr if the step fails."""
+    to the process's stdout and stderr) out of the progress lines; shown on stderr if the step fails
+    (unless ``echo_on_failure`` is False: the caller's one error line carries Blender's reason)."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
@@ -30,7 +31,7 @@ def quiet() -> Iterator[None]:
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
-            if failed:
+            if failed and echo_on_failure:
                 log.seek(0)
                 chatter = log.read().strip()
                 if chatter:

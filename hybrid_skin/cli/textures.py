@@ -1,9 +1,10 @@
-"""``python -m hybrid_skin bake-textures``: bake animation textures from a .blend file, headless.
+"""``bake-textures``: bake animation textures (vertex animation textures, VAT) from a .blend file, headless.
 
-Example::
+Examples (the same flags both ways; Blender's way bakes the file it opened when none is named)::
 
-    python -m hybrid_skin bake-textures crowd.blend --object Armature --all-actions \\
+    blender -b crowd.blend --command hybrid_skin bake-textures --object Armature --all-actions \\
         --kind BONE_DQ --precision PNG16 --output textures/
+    python -m hybrid_skin bake-textures crowd.blend --object Armature --all-actions --output textures/
 
 Writes ``<output>/<name>.png|.exr`` and ``<name>.json`` (see :mod:`hybrid_skin.animtex.bake`) and prints
 the error report. Exit code 0 on success; 1 with an ``error:`` line on stderr when the scene or the
@@ -17,13 +18,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from .console import quiet
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The file, the object, the actions and where to write; every bake option from its one declaration
     (:mod:`..animtex.options`)."""
     from ..animtex import options  # noqa: PLC0415 - no Blender module needed to print the usage
 
-    parser.add_argument("blend", type=Path, help=".blend file to open")
+    parser.add_argument(
+        "blend", type=Path, nargs="?", help=".blend file to open (default: the one Blender has open)"
+    )
     parser.add_argument(
         "--object", required=True, help="armature (bakes the meshes it deforms) or skinned mesh"
     )
@@ -49,7 +54,21 @@ def _blender_reason(err: RuntimeError) -> str:
     return text.removeprefix("Error:").strip() or type(err).__name__
 
 
+def _is_open(blend: Path) -> bool:
+    """Whether Blender has this very file open, unchanged since it was loaded."""
+    import bpy
+
+    open_path = bpy.data.filepath
+    return bool(open_path) and not bpy.data.is_dirty and Path(open_path).resolve() == blend.resolve()
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.blend is None:
+        import bpy
+
+        if not bpy.data.filepath:
+            return _fail("no .blend file: name one, or open one (blender -b scene.blend --command ...)", 2)
+        args.blend = Path(bpy.data.filepath)
     if not args.blend.is_file():
         return _fail(f"no such .blend file: {args.blend}", 2)
     try:
@@ -69,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         properties.register()
     try:
         try:
-            bpy.ops.wm.open_mainfile(filepath=str(args.blend.resolve()), load_ui=False)
+            if not _is_open(args.blend):  # Blender opened it before --command: no second load
+                with quiet(echo_on_failure=False):  # Blender 5's "Read blend: …" log line
+                    bpy.ops.wm.open_mainfile(filepath=str(args.blend.resolve()), load_ui=False)
         except RuntimeError as err:  # not a .blend, damaged, or from a newer Blender
             return _fail(f"cannot open '{args.blend}' as a .blend file: {_blender_reason(err)}", 2)
         obj = bpy.data.objects.get(args.object)

@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..console import quiet
 from . import crowd_page
-from .console import quiet
 
 DEFAULT_ASSET = "RobotExpressive.glb"
 DEFAULT_OUTPUT = Path("out") / "demo"
@@ -49,7 +49,7 @@ STEPS = 9
 
 def default_asset() -> Path:
     folder = os.environ.get("HYBRID_SKIN_ASSETS")
-    root = Path(folder) if folder else Path(__file__).resolve().parents[2] / "assets"
+    root = Path(folder) if folder else Path(__file__).resolve().parents[3] / "assets"
     return root / DEFAULT_ASSET
 
 
@@ -154,7 +154,7 @@ def frames_of(action, count: int) -> list[float]:
 def skin_rigid_parts(armature) -> str:
     import bpy
 
-    from ..rig import rigid
+    from ...rig import rigid
 
     parts = rigid.rigid_parts(armature, bpy.context.scene.objects)
     if not parts:
@@ -189,8 +189,8 @@ def compare_with_blender(objects, armature, actions) -> str:
     import bpy
     import numpy as np
 
-    from .. import api
-    from ..rig import native
+    from ... import api
+    from ...rig import native
 
     worst, count = 0.0, 0
     for action in actions[:2]:
@@ -239,7 +239,7 @@ def lbs_dqs_gap(obj) -> float:
     """Largest distance between the LBS and DQS results of ``obj`` at this pose ÷ its size."""
     import numpy as np
 
-    from .. import api
+    from ... import api
 
     lbs = api.deformed_positions(obj, deform_factor=0.0)
     dqs = api.deformed_positions(obj, deform_factor=1.0)
@@ -285,7 +285,7 @@ def close_up(scene, obj, armature, bone_name: str) -> Iterator[None]:
     import numpy as np
     from mathutils import Matrix, Vector
 
-    from .. import api
+    from ... import api
 
     lbs = api.deformed_positions(obj, deform_factor=0.0).astype(np.float64)
     dqs = api.deformed_positions(obj, deform_factor=1.0).astype(np.float64)
@@ -328,7 +328,7 @@ PICTURE_COLOR = (0.55, 0.55, 0.6)
 def render_pose(objects, armature, actions, output: Path) -> str:
     import bpy
 
-    from ..draw import comparison
+    from ...draw import comparison
 
     action = actions[0]
     frame = float(action.frame_range[0])
@@ -349,8 +349,8 @@ def render_pose(objects, armature, actions, output: Path) -> str:
 def bake_textures(armature, actions, output: Path, stem: str, done: dict) -> str:
     import bpy
 
-    from ..animtex import bake as animtex_bake
-    from ..errors import HybridSkinError
+    from ...animtex import bake as animtex_bake
+    from ...errors import HybridSkinError
 
     folder = output / "textures"
     folder.mkdir(parents=True, exist_ok=True)
@@ -481,7 +481,7 @@ def run(args: argparse.Namespace) -> int:
 
 def clip_actions(armature) -> list:
     """The actions baked and compared: RobotExpressive's favourites when present, else the first few."""
-    from ..animtex.scene import compatible_actions
+    from ...animtex.scene import compatible_actions
 
     actions = compatible_actions(armature)
     if not actions:

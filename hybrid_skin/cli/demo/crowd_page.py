@@ -48,7 +48,7 @@ WIDTH, HEIGHT = 960, 540
 
 
 def _package_root() -> Path:
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def find_three() -> Path | None:
