@@ -22,7 +22,7 @@ from typing import Protocol
 
 from .errors import HybridSkinError
 
-__all__ = ["GuardedOperator", "Job", "JobOperator"]
+__all__ = ["GuardedOperator", "Job", "JobOperator", "in_modes", "refuse"]
 
 _WRAPPED = ("execute", "invoke", "modal")
 
@@ -64,6 +64,23 @@ def _guard_with_event(method, name: str):
 
     guarded.__name__ = name
     return guarded
+
+
+def refuse(cls, why: str) -> bool:
+    """A ``poll`` that says no, and why: Blender shows ``why`` in the greyed button's tooltip (and F3)."""
+    cls.poll_message_set(why)
+    return False
+
+
+#: How a poll message names the modes an operator runs in (``context.mode`` values).
+_MODE_NAMES = {"OBJECT": "Object Mode", "POSE": "Pose Mode"}
+
+
+def in_modes(cls, context, doing: str, modes: tuple[str, ...] = ("OBJECT",)) -> bool:
+    """A ``poll`` check: the context is in one of ``modes``, else "Switch to Object Mode to <doing>"."""
+    if context.mode in modes:
+        return True
+    return refuse(cls, f"Switch to {' or '.join(_MODE_NAMES[m] for m in modes)} to {doing}")
 
 
 class GuardedOperator:

@@ -2,10 +2,11 @@
 no feature importing another, no cycle anywhere; and the only module-level state is the runtime's.
 
 Layers, bottom to top: ``core`` (numpy, no Blender) → base (``errors``, ``saved``, ``runtime``,
-``operator_base``) → ``bridge`` (data in and out) → ``rig`` (the shared foundation) → ``draw`` (the GPU
-layer) → the features (``skin``, ``bake``, ``analyze``, ``animtex``) → entry points (the package's
-register, the public ``api``, the command line). A module imports its own layer or lower ones; a feature
-never imports another feature.
+``operator_base``) → ``bridge`` (data in and out) → ``draw`` (the GPU layer: it knows no rig and no
+feature) → ``rig`` (the shared foundation) → the features (``skin``, ``bake``, ``analyze``, ``animtex``) →
+entry points (the package's register, the public ``api``, the menus that gather every feature's
+operators, the command line). A module imports its own layer or lower ones; a feature never imports
+another feature.
 
 Modules are files of ``hybrid_skin/``; an import names the module it loads (``from . import bind`` is
 ``hybrid_skin.rig.bind``, ``from ..bridge import x`` is ``hybrid_skin.bridge``). Every import counts: inside
@@ -105,10 +106,10 @@ LAYERS = (
     ("core", ("core",)),
     ("base", ("errors", "saved", "runtime", "operator_base")),
     ("bridge", ("bridge",)),
-    ("rig", ("rig",)),
     ("draw", ("draw",)),
+    ("rig", ("rig",)),
     ("features", ("skin", "bake", "analyze", "animtex")),
-    ("entry", ("", "__main__", "api", "cli")),
+    ("entry", ("", "__main__", "api", "ui", "cli")),
 )
 FEATURE_PACKAGES = ("skin", "bake", "analyze", "animtex")
 
@@ -199,6 +200,20 @@ def test_every_arrow_points_down_and_no_feature_imports_another():
     assert wrong_arrows(graph) == []
 
 
+def test_the_gpu_layer_imports_no_rig_and_no_feature():
+    """``draw/`` is what every feature draws with; the pictures a feature makes (Render Comparison) live
+    in that feature. Said on its own, besides the layer order, so a reordering cannot undo it silently."""
+    graph = import_graph(PACKAGE)
+    drawn = {m for m in graph if m.startswith("hybrid_skin.draw")}
+    assert drawn >= {"hybrid_skin.draw.resources", "hybrid_skin.draw.shaders", "hybrid_skin.draw.framing"}
+    above = ("rig", "skin", "bake", "analyze", "animtex", "ui", "cli", "api")
+    wrong = {
+        m: sorted(t for t in graph[m] if t.split(".")[1] in above) for m in drawn
+    }
+    assert not any(wrong.values()), wrong
+    assert "hybrid_skin.analyze.comparison" in graph  # Render Comparison is a feature's
+
+
 def test_every_module_is_in_a_layer():
     for module in import_graph(PACKAGE):
         layer_of(module)
@@ -282,5 +297,6 @@ def test_the_graph_sees_the_imports_of_real_modules():
     assert {"hybrid_skin.bridge", "hybrid_skin.runtime", "hybrid_skin.core.binding"} <= graph[
         "hybrid_skin.rig.bind"
     ]
-    assert {"hybrid_skin.rig.bind", "hybrid_skin.rig.factor"} <= graph["hybrid_skin.draw.comparison"]
+    assert {"hybrid_skin.rig.bind", "hybrid_skin.rig.factor"} <= graph["hybrid_skin.analyze.comparison"]
+    assert "hybrid_skin.core.deform_factor" in graph["hybrid_skin.draw.resources"]
     assert "hybrid_skin.core.animtex.verify" in graph["hybrid_skin.animtex.bake"]  # from a package import

@@ -5,7 +5,10 @@
 * :mod:`.buffers`    — numpy arrays → GPU textures and vertex buffers.
 * :mod:`.readback`   — the one offscreen round trip: draw, read the floats back into numpy.
 * :mod:`.colors`     — the colour an object is drawn with.
-* :mod:`.comparison` — LBS | hybrid | DQS side by side into a PNG, with the viewport's own draw code.
+* :mod:`.framing`    — a camera that fits a set of points (offscreen pictures, tests, benchmarks).
+
+This layer knows GPU drawing only: it imports no rig or feature module (the deform factor it draws is
+the core's :class:`~..core.deform_factor.DeformFactor`), so every feature can draw with it.
 
 (Named ``draw``, not ``gpu``: a package of that name would shadow Blender's own ``gpu`` module for
 anything importing relative to it.) Nothing here registers anything: the viewport (``skin/viewport.py``)

@@ -26,10 +26,10 @@ import gpu
 import numpy as np
 
 from ..core.autofactor import AutoPose
+from ..core.deform_factor import DeformFactor
 from ..core.gpu_layout import pack_bone_texture, pack_influences
 from ..core.skinning import BonePalette, SkinBinding
 from ..core.small_linalg import inverse_affine
-from ..rig.factor import DeformFactor
 from . import shaders
 from .buffers import float_texture, vertex_buffer
 from .readback import draw_points

@@ -39,8 +39,8 @@ import numpy as np
 
 from .. import runtime
 from ..core import autofactor
+from ..core.deform_factor import DEFAULT_FACTOR
 from ..core.gpu_layout import AUTO_TEXEL, INFLUENCE_TEXTURE_WIDTH
-from ..rig.factor import DEFAULT_FACTOR
 
 __all__ = [
     "CROWD_VARIANTS",

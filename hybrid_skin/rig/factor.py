@@ -1,4 +1,5 @@
-"""The deform factor: one small type (:class:`DeformFactor`) and one resolver from an object's settings.
+"""The deform factor: one small type (:class:`DeformFactor`, from the core) and one resolver from an
+object's settings.
 
 Per vertex ``f`` (0 = LBS, 1 = DQS) is one of: the global number (factor mode Global, or a number given
 by a script); the number times per-vertex weights (mode Vertex Group: the slider scales the group's
@@ -10,62 +11,22 @@ it, so a missing factor group is the same clear error everywhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
 
+from ..core.deform_factor import DEFAULT_FACTOR, DeformFactor
 from ..errors import HybridSkinError
 from . import bind as skin_bind
 
 if TYPE_CHECKING:
-    from .mesh_bind import MeshBind, PosedBind
+    from .mesh_bind import MeshBind
 
 __all__ = ["DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "resolve"]
 
-#: The property's default: an even blend of LBS and DQS, about what Yin (2019) recommends for bending
-#: joints (see docs/quality.md).
-DEFAULT_FACTOR = 0.5
 #: The factor modes, as ``obj.hybrid_skin.factor_mode`` names them.
 FACTOR_MODES = ("GLOBAL", "VERTEX_GROUP", "AUTO")
-
-
-@dataclass(frozen=True, eq=False)
-class DeformFactor:
-    """``value`` everywhere; ``value * weights`` per vertex when ``weights`` ``(N,)`` is given; computed
-    from the pose when ``auto`` (then ``value`` is only the slider's setting, which Auto ignores)."""
-
-    value: float = DEFAULT_FACTOR
-    weights: np.ndarray | None = None
-    auto: bool = False
-
-    @classmethod
-    def per_vertex(cls, factors: np.ndarray) -> DeformFactor:
-        """Exactly these per-vertex factors (weights with number 1)."""
-        return cls(1.0, np.asarray(factors, dtype=np.float32))
-
-    @classmethod
-    def automatic(cls, value: float = DEFAULT_FACTOR) -> DeformFactor:
-        return cls(float(value), None, True)
-
-    @property
-    def label(self) -> str:
-        """How the panels name it: ``"auto"``, ``"group"`` or the number (``"0.50"``)."""
-        if self.auto:
-            return "auto"
-        return "group" if self.weights is not None else f"{self.value:.2f}"
-
-    def values(self, posed: PosedBind | None = None) -> float | np.ndarray:
-        """What the skinning kernels take: one number, or ``(N,)`` float32 per vertex. Auto needs the
-        ``posed`` bind of the frame."""
-        if self.auto:
-            if posed is None:
-                raise ValueError("the Auto factor is computed from a pose: pass the posed bind")
-            return posed.auto_factors()
-        if self.weights is None:
-            return float(self.value)
-        return (self.value * self.weights).astype(np.float32)
 
 
 def _override(value: float | np.ndarray, n: int) -> DeformFactor:

@@ -78,7 +78,7 @@ def gpu_figure() -> Figure:
     import gpu  # noqa: PLC0415
 
     from hybrid_skin.draw import ensure_gpu_context  # noqa: PLC0415
-    from hybrid_skin.draw.comparison import frame_bounds  # noqa: PLC0415
+    from hybrid_skin.draw.framing import frame_bounds  # noqa: PLC0415
     from hybrid_skin.draw.resources import GpuSkin  # noqa: PLC0415
 
     ensure_gpu_context()

@@ -126,7 +126,7 @@ def gpu_display(sizes: tuple[int, int] = (10_000, 1_000_000), rounds: int = 60) 
 
 def _small_view(obj: bpy.types.Object) -> np.ndarray:
     """World → clip framing ``obj``'s bounds into about a tenth of the target: vertex work dominates."""
-    from hybrid_skin.draw.comparison import frame_bounds  # noqa: PLC0415
+    from hybrid_skin.draw.framing import frame_bounds  # noqa: PLC0415
 
     matrix = np.array(obj.matrix_world)
     corners = np.array(obj.bound_box, dtype=np.float64) @ matrix[:3, :3].T + matrix[:3, 3]

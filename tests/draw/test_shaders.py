@@ -34,7 +34,7 @@ def hs(addon, gpu_context) -> SimpleNamespace:
     """The installed add-on's modules (shaders loaded from the zip's ``<package>/shaders/``)."""
     name = addon.__name__
     modules = ("rig.bind", "bridge", "rig.factor", "core.skinning", "core.gpu_layout", "core.autofactor",
-               "draw.resources", "draw.shaders", "draw.comparison")
+               "draw.resources", "draw.shaders", "draw.framing", "analyze.comparison")
     return SimpleNamespace(**{m.split(".")[-1]: importlib.import_module(f"{name}.{m}") for m in modules})
 
 
@@ -397,7 +397,7 @@ def test_viewport_draw_places_the_core_result_on_screen(hs, bent_cylinder):
     object_matrix = np.array(cyl.matrix_world)
     world = local @ object_matrix[:3, :3].T + object_matrix[:3, 3]
     size = 256
-    view_projection = hs.comparison.frame_bounds(world, 1.0)
+    view_projection = hs.framing.frame_bounds(world, 1.0)
     clip = np.c_[world, np.ones(len(world))] @ view_projection.T
     expected = (clip[:, :2] / clip[:, 3:] + 1.0) / 2.0 * size  # pixel coordinates of the vertices
 

@@ -111,7 +111,7 @@ def test_render_comparison_refuses_paths_it_cannot_write(addon, tmp_path, monkey
 
 def test_render_comparison_save_failure_is_a_sentence(addon, tmp_path, monkeypatch):
     """The folder is writable but saving fails (image.save() raises RuntimeError)."""
-    comparison = importlib.import_module(addon.__name__ + ".draw.comparison")
+    comparison = importlib.import_module(addon.__name__ + ".analyze.comparison")
 
     def fails(pixels, path):
         raise RuntimeError("Error: Could not write image")

@@ -3,7 +3,7 @@ lies where the numpy core puts the hybrid-skinned vertices, for every factor mod
 reuse the per-bind GPU data.
 
 RobotExpressive's skinned parts go through ``bpy.ops.hybrid_skin.add()`` like a user's; each part is
-framed on its own (``comparison.frame_bounds``) and drawn alone into a 160² RGBA32F target. A vertex
+framed on its own (``framing.frame_bounds``) and drawn alone into a 160² RGBA32F target. A vertex
 counts as drawn when a pixel of the 3×3 block around its projection is covered (a vertex sits on triangle
 corners, which the rasteriser's pixel-centre rule may leave uncovered); the drawn area's bounding box
 must equal the projected vertices' to 1.5 pixels.
@@ -29,7 +29,7 @@ BOX_TOL = 1.5  # pixels
 @pytest.fixture
 def hs(addon, gpu_context) -> SimpleNamespace:
     name = addon.__name__
-    modules = ("skin.viewport", "rig.bind", "api", "runtime", "draw.comparison", "rig.state")
+    modules = ("skin.viewport", "rig.bind", "api", "runtime", "draw.framing", "rig.state")
     namespace = {m.split(".")[-1]: importlib.import_module(f"{name}.{m}") for m in modules}
     namespace["rig_state"] = namespace.pop("state")
     return SimpleNamespace(**namespace)
@@ -53,7 +53,7 @@ def expected_pixels(hs, obj) -> tuple[np.ndarray, np.ndarray]:
     local = hs.api.deformed_positions(obj).astype(np.float64)  # the object's own factor settings
     matrix = np.array(obj.matrix_world)
     world = local @ matrix[:3, :3].T + matrix[:3, 3]
-    view_projection = hs.comparison.frame_bounds(world, 1.0)
+    view_projection = hs.framing.frame_bounds(world, 1.0)
     clip = np.c_[world, np.ones(len(world))] @ view_projection.T
     return view_projection, (clip[:, :2] / clip[:, 3:] + 1.0) / 2.0 * SIZE
 

@@ -328,7 +328,7 @@ PICTURE_COLOR = (0.55, 0.55, 0.6)
 def render_pose(objects, armature, actions, output: Path) -> str:
     import bpy
 
-    from ...draw import comparison
+    from ...analyze import comparison
 
     action = actions[0]
     frame = float(action.frame_range[0])

@@ -1,15 +1,15 @@
 """LBS | hybrid | (Auto |) DQS side by side, drawn with the viewport's own shaders and draw code, to a PNG.
 
-Each mesh gets one :class:`~.resources.GpuSkin`, drawn with factor overrides 0, the object's own factor,
+Each mesh gets one :class:`~..draw.resources.GpuSkin`, drawn with factor overrides 0, the object's own factor,
 (the pose's Auto factor,) and 1 into side-by-side viewports of one offscreen target (supersampled, then
 averaged down for clean silhouettes), framed by the scene camera when there is one and otherwise by the
-deformed meshes' bounds. Labels are drawn with ``blf`` into the same target; the PNG is written through a
-temporary Blender image, removed afterwards. Works headless (it creates the GPU context when needed).
+deformed meshes' bounds. Labels are drawn with ``blf`` into the same target. The picture goes to a PNG
+(through a temporary Blender image, removed afterwards) and, from the operator, to an image datablock
+to look at in Blender. Works headless (it creates the GPU context when needed).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,57 +21,20 @@ import numpy as np
 from mathutils import Matrix
 
 from .. import bridge
+from ..draw import ensure_gpu_context
+from ..draw.colors import display_color
+from ..draw.framing import frame_bounds
+from ..draw.readback import render_rgba
+from ..draw.resources import GpuSkin
 from ..errors import HybridSkinError
 from ..rig import bind, checks, factor, mesh_bind
 from ..rig.factor import DeformFactor
-from . import ensure_gpu_context
-from .colors import display_color
-from .readback import render_rgba
-from .resources import GpuSkin
 
-__all__ = ["frame_bounds", "render_comparison"]
+__all__ = ["comparison_path", "render_comparison"]
 
 BACKGROUND = (0.19, 0.19, 0.2, 1.0)  # display sRGB: the offscreen is plain RGBA8
 SEPARATOR = (0.32, 0.32, 0.34, 1.0)
 LABEL_COLOR = (0.95, 0.95, 0.95, 1.0)
-#: Default framing: from the front (-Y), a little right and above, like Blender's front-right 3/4 view.
-VIEW_DIRECTION = (0.45, -1.0, 0.35)
-FIELD_OF_VIEW = math.radians(30.0)
-
-
-def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
-    forward = (target - eye) / np.linalg.norm(target - eye)
-    up = np.array([0.0, 0.0, 1.0]) if abs(forward[2]) < 0.999 else np.array([0.0, 1.0, 0.0])
-    right = np.cross(forward, up)
-    right /= np.linalg.norm(right)
-    true_up = np.cross(right, forward)
-    view = np.eye(4)
-    view[0, :3], view[1, :3], view[2, :3] = right, true_up, -forward
-    view[:3, 3] = -view[:3, :3] @ eye
-    return view
-
-
-def _perspective(fov_y: float, aspect: float, near: float, far: float) -> np.ndarray:
-    f = 1.0 / math.tan(fov_y / 2.0)
-    return np.array([
-        [f / aspect, 0.0, 0.0, 0.0],
-        [0.0, f, 0.0, 0.0],
-        [0.0, 0.0, (far + near) / (near - far), 2.0 * far * near / (near - far)],
-        [0.0, 0.0, -1.0, 0.0],
-    ])
-
-
-def frame_bounds(points_world: np.ndarray, aspect: float) -> np.ndarray:
-    """World → clip matrix that fits the bounding sphere of ``points_world`` ``(M, 3)`` into the view."""
-    lo, hi = points_world.min(axis=0), points_world.max(axis=0)
-    centre = (lo + hi) / 2.0
-    radius = max(float(np.linalg.norm(points_world - centre, axis=1).max()), 1e-6)
-    fov_x = 2.0 * math.atan(math.tan(FIELD_OF_VIEW / 2.0) * aspect)
-    distance = 1.08 * radius / math.sin(min(FIELD_OF_VIEW, fov_x) / 2.0)
-    direction = np.asarray(VIEW_DIRECTION) / np.linalg.norm(VIEW_DIRECTION)
-    view = _look_at(centre + distance * direction, centre)
-    near = max(distance - 2.0 * radius, distance * 1e-3)
-    return _perspective(FIELD_OF_VIEW, aspect, near, distance + 2.0 * radius) @ view
 
 
 def _scene_and_depsgraph(context_or_scene) -> tuple[bpy.types.Scene, bpy.types.Depsgraph]:
@@ -129,18 +92,29 @@ def _save_png(pixels: np.ndarray, filepath: Path) -> None:
 
 
 def render_comparison(context_or_scene, obj: bpy.types.Object | Sequence[bpy.types.Object],
-                      filepath: str | Path, width: int = 512, height: int = 512, *, supersample: int = 2,
-                      auto_panel: bool = False, color: tuple[float, float, float] | None = None) -> Path:
-    """Render LBS | hybrid (the object's own factor) | DQS of ``obj`` at the current frame into a PNG.
+                      filepath: str | Path, width: int = 512, height: int = 512, **options) -> Path:
+    """Render LBS | hybrid (the object's own factor) | DQS of ``obj`` at the current frame into a PNG
+    (:func:`comparison_pixels` says what ``options`` are). Returns the absolute path written. Raises
+    :class:`..errors.HybridSkinError` for an object Hybrid Skin cannot skin or a path it cannot write."""
+    path = comparison_path(filepath)
+    save_png(comparison_pixels(context_or_scene, obj, width, height, **options), path)
+    return path
+
+
+def comparison_pixels(
+    context_or_scene, obj: bpy.types.Object | Sequence[bpy.types.Object], width: int = 512,
+    height: int = 512, *, supersample: int = 2, auto_panel: bool = False,
+    color: tuple[float, float, float] | None = None,
+) -> np.ndarray:
+    """LBS | hybrid (the object's own factor) | DQS of ``obj`` at the current frame: ``(H, W, 4)`` float
+    display values, bottom row first (Blender's order).
 
     ``context_or_scene``: a ``bpy.types.Context`` or a ``Scene``. ``obj``: one mesh, or several drawn
     together (a character made of parts); the hybrid panel's label is the first one's. ``auto_panel``
     adds an Auto panel (the factor computed from this pose) before DQS. ``color`` (scene-linear RGB)
     replaces the solid-view colours (a dark material hides the shape). ``width`` × ``height`` is one
-    panel; the image is ``panels * width`` × ``height``. Returns the absolute path written. Raises
-    :class:`..errors.HybridSkinError` for an object Hybrid Skin cannot skin or a path it cannot write.
+    panel; the image is ``panels * width`` × ``height``.
     """
-    path = comparison_path(filepath)
     ensure_gpu_context()
     objects = [obj] if isinstance(obj, bpy.types.Object) else list(obj)
     scene, depsgraph = _scene_and_depsgraph(context_or_scene)
@@ -186,12 +160,41 @@ def render_comparison(context_or_scene, obj: bpy.types.Object | Sequence[bpy.typ
     s = supersample
     pixels = raw.reshape(full_h // s, s, panel_w * count // s, s, 4).mean(axis=(1, 3))
     pixels[..., 3] = 1.0
+    return pixels
+
+
+def save_png(pixels: np.ndarray, path: Path) -> None:
+    """Write :func:`comparison_pixels` to ``path`` (checked by :func:`comparison_path`); a failure is one
+    sentence with the system's reason (Blender's own message can run over several lines)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _save_png(pixels, path)
     except (OSError, RuntimeError) as err:  # image.save() raises RuntimeError when it cannot write
-        raise HybridSkinError(f"Cannot write '{path}' ({err}): choose a writable PNG file path") from err
-    return path
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else " ".join(str(err).split())
+        reason = reason.removeprefix("Error:").strip().rstrip(".")
+        raise HybridSkinError(f"Cannot write '{path}' ({reason}): choose a writable PNG file path") from None
+
+
+#: The image datablock an unsaved comparison is shown in (a saved one is its PNG, loaded).
+IMAGE_NAME = "Hybrid Skin Comparison"
+
+
+def comparison_image(pixels: np.ndarray, path: Path | None) -> bpy.types.Image:
+    """The comparison as an image datablock to look at in Blender: the PNG just written at ``path``
+    (loaded once, reloaded on the next comparison to the same file), else an image of its own, generated
+    in memory and replaced by the next unsaved comparison."""
+    if path is not None:
+        image = bpy.data.images.load(str(path), check_existing=True)
+        image.reload()
+        return image
+    height, width = pixels.shape[:2]
+    image = bpy.data.images.get(IMAGE_NAME)
+    if image is None or image.source != "GENERATED" or image.library is not None:
+        image = bpy.data.images.new(IMAGE_NAME, width, height, alpha=True)
+    elif tuple(image.size) != (width, height):
+        image.scale(width, height)
+    bridge.set_image_pixels(image, pixels)
+    return image
 
 
 def comparison_path(filepath: str | Path) -> Path:
