@@ -121,9 +121,9 @@ distclean: clean
 # ---------------------------------------------------------------------------------------- engines
 # make test-engines: the engine runtimes and shader ports (tests/engines; not part of `make test`): the
 # three.js runtime in headless Chromium against Blender, the HLSL ports compiled by glslang + spirv-cross
-# and the Godot port, run in the browser against numpy. Needs chromium, node + npm, glslangValidator and
-# spirv-cross on PATH (.ci/run installs them); three.js and Babylon.js come pinned from
-# tests/engines/package-lock.json.
+# and the Godot port, run in the browser against numpy, and every glTF export through the Khronos glTF
+# Validator. Needs chromium, node + npm, glslangValidator and spirv-cross on PATH (.ci/run installs them);
+# three.js, Babylon.js and gltf-validator come pinned from tests/engines/package-lock.json.
 ENGINES_DIR := tests/engines
 ENGINES_STAMP := $(ENGINES_DIR)/node_modules/.installed
 

@@ -111,23 +111,22 @@ def _temporary(path: str) -> str:
 
 
 def _add_skin(path: str, bone_names: Sequence[str]) -> np.ndarray:
-    """Give the exported file at ``path`` the palette as a glTF skin; the skinned nodes' world matrix."""
+    """Give the exported file at ``path`` the palette as a glTF skin; where it places the meshes (glTF
+    space: the skinned nodes' world matrix as the exporter wrote them)."""
     with open(path, "rb") as fh:
         data = fh.read()
     try:
-        data, skinned = gltf.add_palette_skin(data, bone_names)
-    except ValueError as err:
-        raise HybridSkinError(f"Cannot add the bone palette to the glTF export: {err}") from err
-    worlds = gltf.node_world_matrices(gltf.read_glb(data)[0])
-    node_world = worlds[skinned[0]]
-    if any(not np.allclose(worlds[i], node_world, rtol=0, atol=1e-6) for i in skinned):
+        data, _ = gltf.add_palette_skin(data, bone_names)
+    except gltf.PlacementError as err:
         raise HybridSkinError(
             "The baked meshes are placed differently: one bone texture needs them in one place (apply "
             "their transforms, Object ▸ Apply ▸ All Transforms, or bake them separately)"
-        )
+        ) from err
+    except ValueError as err:
+        raise HybridSkinError(f"Cannot add the bone palette to the glTF export: {err}") from err
     with open(path, "wb") as fh:
         fh.write(data)
-    return node_world
+    return gltf.skinned_placement(gltf.read_glb(data)[0])
 
 
 def write_babylon(

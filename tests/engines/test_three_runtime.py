@@ -516,6 +516,9 @@ def test_bad_input_gives_one_clear_sentence(bakes, page_server):
         "future.json": {**bake.meta, "format_version": 99},
         "no_block.json": {**bake.meta, "embedded_metadata": None},
         "no_image.json": {**bake.meta, "image": "missing.exr"},
+        "image_elsewhere.json": {**bake.meta, "image": f"../dq/{bake.meta['image']}"},
+        "image_url.json": {**bake.meta, "image": "http://example.com/robot.exr"},
+        "too_wide.json": {**bake.meta, "layout": {**bake.meta["layout"], "width": 1 << 20}},
     }
     for name, meta in broken.items():
         (folder / name).write_text(json.dumps(meta), encoding="utf-8")
@@ -527,6 +530,9 @@ def test_bad_input_gives_one_clear_sentence(bakes, page_server):
         "format_version 99 is not supported",
         "no embedded metadata block: bake again without --no-embed",
         "cannot load the image",
+        "the sidecar's image \"../dq/robot_bone_dq_exr16.exr\" is not a plain file name beside it",
+        "the sidecar's image \"http://example.com/robot.exr\" is not a plain file name beside it",
+        "larger than this device's maxTextureSize",  # 2^20 wide: refused before the image is fetched
         'no clip "Nope"; the clips are',
         "deform factor must be in 0..1, got 2",
         "deform factor 'auto' needs a bake that carries Auto",

@@ -71,8 +71,8 @@ def write_crowd_page(output: Path, three: Path, sidecar: Path, glb: Path, title:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(three / name, target)
     shaders = _shaders()
-    runtime = shaders / "engines" / "three" / "hybrid_skin_animtex.js"
-    shutil.copyfile(runtime, output / runtime.name)
+    for runtime in sorted((shaders / "engines" / "three").glob("*.js")):  # the runtime's modules
+        shutil.copyfile(runtime, output / runtime.name)
     (output / "shaders").mkdir(exist_ok=True)
     for name in RUNTIME_SHADERS:
         shutil.copyfile(shaders / name, output / "shaders" / name)

@@ -6,15 +6,20 @@ knows, without touching anything else in the file:
 
 * ``JOINTS_0`` (unsigned byte, or unsigned short above 256 bones) and ``WEIGHTS_0`` (float) on every
   primitive that carries them: the same 4 palette indices and weights;
-* one joint node per palette bone (named as the sidecar's ``bones``, identity transforms, roots of the
-  scene), and one skin ``animtex_palette`` whose ``joints`` are those nodes in palette order (joint ``i``
-  is bone ``i``) with identity inverse bind matrices;
-* ``skin`` on every node whose mesh got the joints.
+* one joint node per palette bone (named as the sidecar's ``bones``), and one skin ``animtex_palette``
+  whose ``joints`` are those nodes in palette order (joint ``i`` is bone ``i``) with identity inverse bind
+  matrices. Joint 0 is the skeleton's root (``skin.skeleton``), a root of the scene holding the skinned
+  nodes' world transform ``W``; every other joint is its child with an identity transform;
+* ``skin`` on every node whose mesh got the joints; those nodes become roots of the scene with no
+  transform of their own.
 
-At rest every joint matrix is the identity, so a loader that skins the mesh shows it as the file's own
-coordinates would; a player of baked matrices (Babylon.js's ``BakedVertexAnimationManager``) reads the
-palette indices as joints. glTF asks loaders to ignore a skinned node's own transform (Babylon.js does,
-three.js does not): :func:`node_world_matrices` gives it, so matrices baked for Babylon.js include it.
+The Khronos glTF Validator asks for both: joints with a common root (``SKIN_NO_COMMON_ROOT`` is an
+error) and skinned nodes without local transforms, which glTF says loaders ignore
+(``NODE_SKINNED_MESH_LOCAL_TRANSFORMS``). At rest every joint's world matrix is ``W`` and every inverse
+bind matrix the identity, so a loader that skins the mesh shows it where the file placed it before, and
+the root is a joint, so a loader that makes the joints' ancestors bones too (Babylon.js) gets exactly the
+palette. :func:`skinned_placement` gives ``W`` back from a file (old files: the skinned node's own world
+matrix), and a player of baked matrices (Babylon.js's ``BakedVertexAnimationManager``) includes it.
 
 Numpy and the standard library only; bytes in, bytes out (the Blender side writes the file).
 """
@@ -28,7 +33,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PALETTE_NODE", "add_palette_skin", "node_world_matrices", "read_glb", "write_glb"]
+from ..dualquat import quaternion_from_matrix
+
+__all__ = [
+    "PALETTE_NODE",
+    "PlacementError",
+    "add_palette_skin",
+    "node_world_matrices",
+    "read_glb",
+    "skinned_placement",
+    "write_glb",
+]
 
 #: Name of the added skin.
 PALETTE_NODE = "animtex_palette"
@@ -138,11 +153,72 @@ def node_world_matrices(doc: dict[str, Any]) -> dict[int, np.ndarray]:
     return out
 
 
+class PlacementError(ValueError):
+    """The skinned meshes are not in one place: one palette skin cannot hold them."""
+
+
+def _trs(matrix: np.ndarray) -> dict[str, list[float]]:
+    """A node's ``translation``/``rotation``/``scale`` for an affine ``matrix`` without shear (the
+    identity's parts left out); ``ValueError`` for a mirroring or sheared one, which TRS cannot hold."""
+    linear = np.asarray(matrix, dtype=np.float64)[:3, :3]
+    scale = np.linalg.norm(linear, axis=0)
+    if np.linalg.det(linear) <= 0 or scale.min() < 1e-12:
+        raise ValueError("the skinned meshes' placement mirrors or flattens them")
+    rotation = linear / scale
+    if not np.allclose(rotation.T @ rotation, np.eye(3), rtol=0, atol=1e-5):
+        raise ValueError("the skinned meshes' placement shears them")
+    q = quaternion_from_matrix(rotation)[[1, 2, 3, 0]]  # glTF's (x, y, z, w)
+    out: dict[str, list[float]] = {}
+    translation = np.asarray(matrix, dtype=np.float64)[:3, 3]
+    if np.any(translation != 0):
+        out["translation"] = [float(v) for v in translation]
+    if not np.allclose(q, (0, 0, 0, 1), rtol=0, atol=0):
+        out["rotation"] = [float(v) for v in q]
+    if not np.allclose(scale, 1, rtol=0, atol=0):
+        out["scale"] = [float(v) for v in scale]
+    return out
+
+
+def _make_roots(doc: dict[str, Any], node_indices: Sequence[int]) -> None:
+    """Nodes ``node_indices`` without a transform, each a root of the scene (out of its parent's
+    ``children``). The export writes the baked meshes alone, so these are all its nodes: nothing else
+    hangs below them."""
+    nodes = doc["nodes"]
+    moved = set(node_indices)
+    for node in nodes:
+        if "children" in node:
+            node["children"] = [c for c in node["children"] if c not in moved]
+            if not node["children"]:
+                del node["children"]
+    scene = doc.setdefault("scenes", [{"nodes": []}])[doc.get("scene", 0)]
+    roots = scene.setdefault("nodes", [])
+    for i in node_indices:
+        for key in ("matrix", "translation", "rotation", "scale"):
+            nodes[i].pop(key, None)
+        if i not in roots:
+            roots.append(i)
+
+
+def skinned_placement(doc: dict[str, Any]) -> np.ndarray | None:
+    """Where the palette skin places its meshes at rest: the world matrix of its skeleton root (files
+    written since the skeleton has a root: joint 0 holds it) or, in older files (joints at the scene's
+    roots, identities), the skinned node's own world matrix; ``None`` without the palette skin."""
+    skins = [s for s in doc.get("skins", []) if s.get("name") == PALETTE_NODE]
+    if not skins:
+        return None
+    worlds = node_world_matrices(doc)
+    joint0 = worlds[skins[0]["joints"][0]]
+    skinned = [i for i, n in enumerate(doc.get("nodes", [])) if n.get("skin") == doc["skins"].index(skins[0])]
+    return joint0 @ worlds[skinned[0]] if skinned else joint0
+
+
 def add_palette_skin(data: bytes, bone_names: Sequence[str]) -> tuple[bytes, list[int]]:
     """The glTF binary ``data`` with the palette as a skin (see the module), and the indices of the
     nodes skinned. ``ValueError`` when no primitive carries the palette attributes, or one carries an
     index outside ``bone_names``."""
     doc, binary = read_glb(data)
+    if doc.get("skins"):
+        raise ValueError("the file already has a skin")
     count = len(bone_names)
     if count == 0:
         raise ValueError("the palette has no bones")
@@ -164,20 +240,26 @@ def add_palette_skin(data: bytes, bone_names: Sequence[str]) -> tuple[bytes, lis
     if not skinned_meshes:
         raise ValueError(f"no mesh carries {INDICES} and {WEIGHTS}")
     nodes = doc.setdefault("nodes", [])
+    skinned = [i for i, n in enumerate(nodes) if n.get("mesh") in skinned_meshes]
+    worlds = node_world_matrices(doc)
+    placement = worlds[skinned[0]]
+    if any(not np.allclose(worlds[i], placement, rtol=0, atol=1e-6) for i in skinned):
+        raise PlacementError("the skinned meshes are placed differently")
+    _make_roots(doc, skinned)
     first = len(nodes)
     joints = list(range(first, first + count))
-    # Root nodes of the scene, no common parent: a loader that also makes the joints' parents bones
-    # (Babylon.js) would give the skeleton a bone more than the palette has.
-    nodes.extend({"name": str(name)} for name in bone_names)
+    nodes.append({"name": str(bone_names[0]), **_trs(placement)})
+    nodes.extend({"name": str(name)} for name in bone_names[1:])
+    if count > 1:
+        nodes[first]["children"] = joints[1:]
     scene = doc.setdefault("scenes", [{"nodes": []}])[doc.get("scene", 0)]
-    scene.setdefault("nodes", []).extend(joints)
+    scene.setdefault("nodes", []).append(first)
     identity = np.tile(np.eye(4, dtype=np.float32).ravel(), (count, 1))
     inverse_bind = _append(doc, binary, identity, "MAT4", 5126, None)
     doc.setdefault("skins", []).append(
-        {"name": PALETTE_NODE, "inverseBindMatrices": inverse_bind, "joints": joints}
+        {"name": PALETTE_NODE, "inverseBindMatrices": inverse_bind, "skeleton": first, "joints": joints}
     )
     skin = len(doc["skins"]) - 1
-    skinned = [i for i, n in enumerate(nodes) if n.get("mesh") in skinned_meshes]
     for i in skinned:
         nodes[i]["skin"] = skin
     if not doc.get("buffers"):

@@ -15,7 +15,15 @@ import pytest
 
 from hybrid_skin.core.animtex import Clip
 from hybrid_skin.core.animtex.babylon import BLENDER_TO_GLTF, babylon_vat
-from hybrid_skin.core.animtex.gltf import add_palette_skin, node_world_matrices, read_glb, write_glb
+from hybrid_skin.core.animtex.gltf import (
+    PlacementError,
+    accessor,
+    add_palette_skin,
+    node_world_matrices,
+    read_glb,
+    skinned_placement,
+    write_glb,
+)
 from tests.support.gltf import read_gltf
 
 RNG = np.random.default_rng(11)
@@ -24,6 +32,12 @@ RNG = np.random.default_rng(11)
 def _glb(tmp_path, indices: np.ndarray, weights: np.ndarray):
     """A two-node file as Blender's exporter writes a bone bake: positions, the float VEC4 custom
     attributes, a translated and a scaled node sharing nothing."""
+    return _write(tmp_path, indices, weights, [{"name": "Body", "mesh": 0, "translation": [1.0, 2.0, 3.0],
+                                                 "scale": [2.0, 2.0, 2.0]}, {"name": "Prop", "children": []}])
+
+
+def _write(tmp_path, indices, weights, nodes, meshes=1):
+    """A file of ``nodes`` whose ``meshes`` meshes each have the positions and the palette attributes."""
     n = len(indices)
     positions = RNG.normal(size=(n, 3)).astype(np.float32)
     blobs = [positions.tobytes(), indices.astype(np.float32).tobytes(), weights.astype(np.float32).tobytes()]
@@ -43,15 +57,13 @@ def _glb(tmp_path, indices: np.ndarray, weights: np.ndarray):
         "attributes": {"POSITION": 0, "_ANIMTEX_BONE_INDICES": 1, "_ANIMTEX_BONE_WEIGHTS": 2},
         "indices": 3,
     }
+    roots = [i for i in range(len(nodes)) if not any(i in n.get("children", ()) for n in nodes)]
     doc = {
         "asset": {"version": "2.0"},
         "scene": 0,
-        "scenes": [{"nodes": [0, 1]}],
-        "nodes": [
-            {"name": "Body", "mesh": 0, "translation": [1.0, 2.0, 3.0], "scale": [2.0, 2.0, 2.0]},
-            {"name": "Prop", "children": []},
-        ],
-        "meshes": [{"name": "Body", "primitives": [primitive]}],
+        "scenes": [{"nodes": roots}],
+        "nodes": nodes,
+        "meshes": [{"name": f"Body{m}" if m else "Body", "primitives": [primitive]} for m in range(meshes)],
         "accessors": accessors,
         "bufferViews": views,
         "buffers": [{"byteLength": len(binary)}],
@@ -89,11 +101,58 @@ def test_palette_skin_carries_the_bake_influences(tmp_path):
     assert doc["nodes"][0]["skin"] == 0 and "skin" not in doc["nodes"][1]
     ibm = doc["accessors"][skin["inverseBindMatrices"]]
     assert (ibm["type"], ibm["count"]) == ("MAT4", len(names))
-    assert set(skin["joints"]) <= set(doc["scenes"][0]["nodes"])  # roots: no parent a loader makes a bone
-    assert not any(set(n.get("children", ())) & set(skin["joints"]) for n in doc["nodes"])
-    world = node_world_matrices(doc)[0]
-    np.testing.assert_allclose(world, [[2, 0, 0, 1], [0, 2, 0, 2], [0, 0, 2, 3], [0, 0, 0, 1]])
+    # the skeleton's root is joint 0 (the validator's common root; no bone a loader would add), holding the
+    # placement the exporter gave the skinned node, which is now a root without a transform of its own
+    root = skin["joints"][0]
+    assert skin["skeleton"] == root and root in doc["scenes"][0]["nodes"]
+    assert doc["nodes"][root].get("children") == skin["joints"][1:]
+    assert all(set(doc["nodes"][j]) == {"name"} for j in skin["joints"][1:])
+    assert not {"matrix", "translation", "rotation", "scale"} & set(doc["nodes"][0])
+    assert 0 in doc["scenes"][0]["nodes"]
+    placement = [[2, 0, 0, 1], [0, 2, 0, 2], [0, 0, 2, 3], [0, 0, 0, 1]]
+    np.testing.assert_allclose(skinned_placement(doc), placement, atol=1e-12)
+    # glTF's skinning at rest (joint world x inverse bind matrix, weighted; the node's own transform
+    # ignored) puts every vertex where the exporter placed it
+    world = node_world_matrices(doc)
+    ibm = accessor(doc, binary, skin["inverseBindMatrices"]).reshape(-1, 4, 4).transpose(0, 2, 1)
+    joint = np.stack([world[j] for j in skin["joints"]]) @ ibm
+    skinning = np.einsum("nk,nkij->nij", weights, joint[indices])
+    placed = np.einsum("nij,nj->ni", skinning[:, :3, :3], positions) + skinning[:, :3, 3]
+    np.testing.assert_allclose(placed, positions * 2 + [1, 2, 3], rtol=1e-6, atol=1e-6)
     assert len(data) % 4 == 0 and doc["buffers"][0]["byteLength"] <= len(binary)
+
+
+def test_palette_skin_placement_of_older_files(tmp_path):
+    """Files written before the skeleton had a root (joints at the scene's roots, the skinned node
+    transformed) give the same placement: the skinned node's world matrix."""
+    indices, weights = _influences(12, 3)
+    path, _ = _glb(tmp_path, indices, weights)
+    doc, binary = read_glb(add_palette_skin(path.read_bytes(), ["a", "b", "c"])[0])
+    skin = doc["skins"][0]
+    old = json.loads(json.dumps(doc))
+    old["nodes"][0].update(translation=[1.0, 2.0, 3.0], scale=[2.0, 2.0, 2.0])
+    for j in skin["joints"]:
+        old["nodes"][j] = {"name": old["nodes"][j]["name"]}
+    del old["skins"][0]["skeleton"]
+    np.testing.assert_allclose(skinned_placement(old), skinned_placement(doc), atol=1e-12)
+    assert skinned_placement({"nodes": []}) is None
+
+
+def test_palette_skin_refuses_meshes_placed_apart(tmp_path):
+    indices, weights = _influences(9, 3)
+    nodes = [{"name": "A", "mesh": 0, "translation": [1.0, 0.0, 0.0]}, {"name": "B", "mesh": 1}]
+    path, _ = _write(tmp_path, indices, weights, nodes, meshes=2)
+    with pytest.raises(PlacementError, match="placed differently"):
+        add_palette_skin(path.read_bytes(), ["a", "b", "c"])
+    turned = {"rotation": [0.0, 0.6, 0.0, 0.8], "translation": [0.0, 1.0, 0.0]}
+    nodes = [{"name": "A", "mesh": 0, **turned}, {"name": "B", "mesh": 1, **turned}]
+    path, _ = _write(tmp_path, indices, weights, nodes, meshes=2)
+    doc, _ = read_glb(add_palette_skin(path.read_bytes(), ["a", "b", "c"])[0])
+    root = doc["nodes"][doc["skins"][0]["skeleton"]]
+    np.testing.assert_allclose(root["rotation"], [0.0, 0.6, 0.0, 0.8], atol=1e-12)
+    np.testing.assert_allclose(root["translation"], [0.0, 1.0, 0.0], atol=1e-12)
+    assert "scale" not in root
+    assert all("skin" in doc["nodes"][i] and "rotation" not in doc["nodes"][i] for i in (0, 1))
 
 
 def test_palette_skin_refuses_what_it_cannot_carry(tmp_path):

@@ -13,18 +13,13 @@
 //   camera's view-projection matrix, so pytest can project Blender's truth and compare silhouettes.
 import * as THREE from 'three';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
-import { AnimtexCrowd, animtexVertexChunk, loadAnimtexBake } from '/repo/shaders/engines/three/hybrid_skin_animtex.js';
+import { AnimtexCrowd, animtexParts, animtexVertexChunk, loadAnimtexBake } from '/repo/shaders/engines/three/hybrid_skin_animtex.js';
 import { b64, run } from './common.js';
 
 async function character(spec) {
   const bake = await loadAnimtexBake(spec.sidecar);
   const gltf = await new GLTFLoader().loadAsync(spec.gltf);
-  gltf.scene.updateMatrixWorld(true);
-  const parts = [];
-  gltf.scene.traverse((o) => {
-    if (o.isMesh) parts.push({ name: o.name, geometry: o.geometry, material: o.material, matrix: o.matrixWorld.clone() });
-  });
-  return { bake, parts };
+  return { bake, parts: animtexParts(gltf.scene) };
 }
 
 function play(crowd, instances) {
@@ -205,11 +200,9 @@ async function colours(job) {
   const { width, height } = job;
   const renderer = new THREE.WebGLRenderer({ antialias: false });
   // --- shaders/engines/three/README.md, word for word
-  const bake = await loadAnimtexBake(job.sidecar);
-  const gltf = await new GLTFLoader().loadAsync(job.gltf);
-  gltf.scene.updateMatrixWorld(true);
-  const parts = [];
-  gltf.scene.traverse((o) => o.isMesh && parts.push({ geometry: o.geometry, material: o.material, matrix: o.matrixWorld }));
+  const bake = await loadAnimtexBake(job.sidecar, { renderer });           // the image is beside the JSON
+  const gltf = await new GLTFLoader().loadAsync(job.gltf);                 // the baked meshes
+  const parts = animtexParts(gltf.scene);                                  // each where the file places it
   const crowd = new AnimtexCrowd(bake, parts, job.instances.length, { yUp: true });
   // ---
   play(crowd, job.instances);

@@ -4,7 +4,7 @@
 // picture to the server that opened it (the demo's headless Chromium run).
 import * as THREE from 'three';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
-import { AnimtexCrowd, loadAnimtexBake } from './hybrid_skin_animtex.js';
+import { AnimtexCrowd, animtexParts, loadAnimtexBake } from './hybrid_skin_animtex.js';
 
 const shot = new URLSearchParams(location.search).has('screenshot');
 if (shot) {  // the demo's run waits for a picture or for the reason there is none
@@ -21,11 +21,9 @@ document.getElementById('info').textContent =
   'played by Hybrid Skin\'s three.js runtime (LBS, hybrid and DQS per instance)';
 
 // As shaders/engines/three/README.md shows: the bake, the meshes' .glb, a crowd.
-const bake = await loadAnimtexBake(settings.sidecar, { shaderBase: new URL('./shaders/', location.href).href });
+const bake = await loadAnimtexBake(settings.sidecar, { shaderBase: new URL('./shaders/', location.href).href, renderer });
 const gltf = await new GLTFLoader().loadAsync(settings.gltf);
-gltf.scene.updateMatrixWorld(true);
-const parts = [];
-gltf.scene.traverse((o) => o.isMesh && parts.push({ geometry: o.geometry, material: o.material, matrix: o.matrixWorld }));
+const parts = animtexParts(gltf.scene);
 if (settings.clay) {  // a light clay instead of the file's materials (dark ones hide the shapes)
   for (const part of parts) part.material = new THREE.MeshStandardMaterial({ color: settings.clay, roughness: 0.55 });
 }
