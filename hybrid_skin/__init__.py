@@ -13,14 +13,16 @@ import importlib
 
 #: Packages in registration order, each with its Blender-facing modules in order (unregistered in
 #: reverse): the rig layer first (the per-object settings and the handlers that keep every object's setup
-#: whole), then the features, then the command line's ``blender --command hybrid_skin`` (last: a command
-#: can use everything above). The sidebar's main panel registers before the sub-panels that name it.
+#: whole), then the features, then Blender's menus that offer every feature's operators, then the command
+#: line's ``blender --command hybrid_skin`` (last: a command can use everything above). The sidebar's main
+#: panel registers before the sub-panels that name it.
 FEATURES = (
     ("rig", ("properties", "handlers")),
     ("skin", ("operators", "panel", "viewport", "handlers")),
     ("bake", ("operators",)),
     ("analyze", ("operators", "compare", "panel")),
     ("animtex", ("operators", "panels", "crowd", "handlers")),
+    ("ui", ("menus",)),
     ("cli", ("blender_command",)),
 )
 

@@ -165,8 +165,13 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     assert drawn["main"].props() == ["deform_factor", "factor_mode", "factor_vertex_group", "display"]
     assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
     drawn = draw_everything(ui)
-    assert {"Method", "LBS", "DQS", "current", "best", "AUTO"} <= set(drawn["analyze"].labels())
-    assert {"Keep Vol.", "Auto 0.1", "Shrink"} <= set(drawn["analyze"].labels())  # every profile, shrink
+    labels = drawn["analyze"].labels()
+    methods = ["LBS", "DQS", "Your Setting", "Best Single Factor", "Auto: Round", "Auto: Keep Volume",
+               "Auto: Per Joint"]  # fmt: skip
+    assert labels[:3] == ["Whole mesh", "Method", "Factor"] and labels[4:25:3] == methods  # human names
+    assert {"Shrink", "Collapse", "Joint: Bone1"} <= set(labels)
+    internal = {"current", "best", "AUTO", "AUTO_KEEP_VOLUME", "AUTO_JOINT", "Keep Vol.", "Auto 0.1"}
+    assert not internal & set(labels), internal & set(labels)
     seen["Evaluated display, analysed"] = offered(drawn)
 
     settings.factor_mode = "AUTO"
@@ -249,3 +254,29 @@ def test_the_crowd_preview_state(ui, gpu_context, tmp_path):
     finally:
         assert bpy.ops.hybrid_skin.crowd_preview() == {"FINISHED"}  # toggles it off
     assert [c.text for c in draw_panel(ui.animtex).buttons("hybrid_skin.crowd_preview")] == ["Crowd Preview"]
+
+
+def _asking(operator_class, **values):
+    """Call an operator's ``invoke`` as a click does, with a window manager that records the dialog it
+    opens (the bpy module has no window to open one in)."""
+    asked = []
+    manager = SimpleNamespace(invoke_props_dialog=lambda op, width=300: asked.append(op) or {"RUNNING_MODAL"})
+    layout = RecordingLayout()
+    operator = Drawn(operator_class, layout, bl_rna=operator_properties(operator_class.bl_idname), **values)
+    result = operator_class.invoke(operator, SimpleNamespace(window_manager=manager), None)
+    return result, asked, operator
+
+
+def test_crowd_preview_and_render_comparison_ask_for_their_options_first(ui):
+    crowd_op = bpy.types.HYBRID_SKIN_OT_crowd_preview
+    result, asked, _ = _asking(crowd_op, count=1000, spacing=0.0)
+    assert result == {"RUNNING_MODAL"} and len(asked) == 1  # instances and spacing, before anything runs
+    assert {"count", "spacing"} <= set(operator_properties(crowd_op.bl_idname).properties.keys())
+
+    compare = bpy.types.HYBRID_SKIN_OT_render_comparison
+    result, asked, operator = _asking(compare, filepath="//hybrid_skin_comparison.png", width=512, height=512)
+    assert result == {"RUNNING_MODAL"} and len(asked) == 1
+    if not bpy.data.filepath:  # no folder for "//": the picture only goes to Blender
+        assert operator.filepath == ""
+    compare.draw(operator, bpy.context)
+    assert operator.layout.props() == ["width", "height", "filepath"]

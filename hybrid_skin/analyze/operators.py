@@ -16,7 +16,7 @@ from .. import bridge, runtime
 from ..core.analysis import Analysis, analyze_pose
 from ..core.autofactor import PROFILES
 from ..errors import HybridSkinError
-from ..operator_base import GuardedOperator
+from ..operator_base import GuardedOperator, in_modes, refuse
 from ..rig import bind, factor
 
 __all__ = ["AUTO_ROWS", "HYBRID_SKIN_OT_analyze", "analyze", "analyzed_object", "last_analysis"]
@@ -87,12 +87,14 @@ class HYBRID_SKIN_OT_analyze(GuardedOperator, bpy.types.Operator):
     """Measure volume change, joint bulge and shrink, candy-wrapper collapse: LBS, DQS, own, best, Auto"""
 
     bl_idname = "hybrid_skin.analyze"
-    bl_label = "Analyze Deformation"
+    bl_label = "Analyze Hybrid Skin Deformation"
     bl_options = {"REGISTER"}
 
     @classmethod
     def poll(cls, context):
-        return context.mode == "OBJECT" and analyzed_object(context) is not None
+        if analyzed_object(context) is None:
+            return refuse(cls, "Select a mesh that uses Hybrid Skin to measure its joints")
+        return in_modes(cls, context, "analyze the deformation")
 
     def execute(self, context):
         obj = analyzed_object(context)

@@ -7,9 +7,18 @@ import bpy
 from ..core.analysis import Analysis
 from .operators import HYBRID_SKIN_OT_analyze, analyzed_object, last_analysis
 
-#: How the panel names the rows of Auto's other profiles (the rest by their own name: "AUTO" is the default
-#: profile, Round).
-ROW_LABELS = {"AUTO_KEEP_VOLUME": "Keep Vol.", "AUTO_JOINT": "Auto 0.1"}
+#: How the panel names each method the analysis measures (its rows are keyed by these internal names).
+ROW_LABELS = {
+    "LBS": "LBS",
+    "DQS": "DQS",
+    "current": "Your Setting",
+    "best": "Best Single Factor",
+    "AUTO": "Auto: Round",
+    "AUTO_KEEP_VOLUME": "Auto: Keep Volume",
+    "AUTO_JOINT": "Auto: Per Joint",
+}
+#: Share of the sidebar's width for the method's name; the numbers share the rest.
+NAME_SHARE = 0.42
 
 __all__ = ["VIEW3D_PT_hybrid_skin_analyze", "draw_results"]
 
@@ -24,22 +33,28 @@ def _percent(value: float | None) -> str:
 def _factor_text(result: Analysis, name: str, factor: float | None) -> str:
     if factor is not None:
         return f"{factor:.2f}"
-    return result.current_label if name == "current" else "auto"
+    return result.current_label if name == "current" else "per vertex"
+
+
+def _table_row(layout, name: str, cells: list[str]):
+    """One row: the method's name on the left, its numbers in equal columns on the right."""
+    split = layout.split(factor=NAME_SHARE, align=True)
+    split.label(text=name)
+    numbers = split.row(align=True)
+    for text in cells:
+        numbers.label(text=text)
 
 
 def draw_results(layout, result: Analysis, frame: int) -> None:
     """The analysis as the panel shows it: volume per method, then the bones with the worst artifacts."""
     if result.frame != frame:
         layout.label(text=f"Results of frame {result.frame}: analyze again", icon="ERROR")
+    layout.label(text="Whole mesh", icon="MESH_DATA")
     col = layout.column(align=True)
-    header = col.row(align=True)
-    for text in ("Method", "Factor", "Volume"):
-        header.label(text=text)
+    _table_row(col, "Method", ["Factor", "Volume"])
     for name, (factor, measure) in result.comparison.rows.items():
-        row = col.row(align=True)
-        row.label(text=ROW_LABELS.get(name, name))
-        row.label(text=_factor_text(result, name, factor))
-        row.label(text="open mesh" if measure.volume_change is None else _percent(measure.volume_change))
+        volume = "open mesh" if measure.volume_change is None else _percent(measure.volume_change)
+        _table_row(col, ROW_LABELS.get(name, name), [_factor_text(result, name, factor), volume])
     _draw_bones(layout, result)
 
 
@@ -58,18 +73,12 @@ def _draw_bones(layout, result: Analysis) -> None:
     shown = sorted(sorted(order, key=severity, reverse=True)[:PANEL_BONES], key=order.index)
     for bone in shown:
         box = layout.box()
-        box.label(text=bone, icon="BONE_DATA")
+        box.label(text=f"Joint: {bone}", icon="BONE_DATA")
         col = box.column(align=True)
-        header = col.row(align=True)
-        for text in ("", "Bulge", "Shrink", "Collapse", "Local Vol."):
-            header.label(text=text)
+        _table_row(col, "Method", ["Bulge", "Shrink", "Collapse", "Volume"])
         for name, summary in by_bone[bone].items():
-            row = col.row(align=True)
-            row.label(text=ROW_LABELS.get(name, name))
-            row.label(text=f"{100.0 * summary.bulge:.1f}%")
-            row.label(text=f"{100.0 * summary.shrink:.1f}%")
-            row.label(text=f"{100.0 * summary.collapse:.1f}%")
-            row.label(text=_percent(summary.volume_change))
+            cells = [f"{100.0 * value:.1f}%" for value in (summary.bulge, summary.shrink, summary.collapse)]
+            _table_row(col, ROW_LABELS.get(name, name), [*cells, _percent(summary.volume_change)])
     if len(order) > len(shown):
         layout.label(text=f"{len(order) - len(shown)} more bones with smaller artifacts")
 

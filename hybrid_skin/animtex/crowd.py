@@ -187,6 +187,27 @@ def _mesh_parts(meta: dict, obj: bpy.types.Object, scene: bpy.types.Scene) -> li
     return parts
 
 
+def file_beside(sidecar: Path, name: object) -> Path:
+    """The file ``name`` that a sidecar names beside itself, refused in one sentence when the name would
+    lead anywhere else (a folder, ``..``, an absolute path, a link out of the folder): the preview reads
+    only the bake's own files, never what a damaged or foreign sidecar points at."""
+    folder = sidecar.resolve().parent
+    text = name if isinstance(name, str) else ""
+    candidate = folder / text
+    inside = (
+        text not in ("", ".", "..")
+        and Path(text).name == text
+        and "\\" not in text
+        and candidate.resolve().parent == folder
+    )
+    if not inside:
+        raise HybridSkinError(
+            f"{sidecar} names its texture {name!r}, which is not a file in its own folder: the crowd "
+            "preview reads only the files beside the sidecar; bake again"
+        )
+    return candidate
+
+
 def preview_for(
     obj: bpy.types.Object, scene: bpy.types.Scene, count: int, spacing: float = 0.0, seed: int = 0
 ) -> CrowdPreview:
@@ -206,7 +227,7 @@ def preview_for(
         raise HybridSkinError(
             f"{sidecar} is not a sidecar this add-on can read ({error}): bake again"
         ) from None
-    image = sidecar.with_name(meta["image"])
+    image = file_beside(sidecar, meta["image"])
     if not image.is_file():
         raise HybridSkinError(
             f"the texture of the last bake of '{obj.name}' is missing ({image}): move it back beside "

@@ -24,7 +24,7 @@ from bpy.props import (
 
 from ..draw.shaders import ShaderCompileError
 from ..errors import HybridSkinError
-from ..operator_base import GuardedOperator, JobOperator
+from ..operator_base import GuardedOperator, JobOperator, in_modes, refuse
 from ..rig import rigid
 from . import bake, crowd
 from . import options as options_module
@@ -40,8 +40,8 @@ ACTION_SOURCES = [
 class HybridSkinAnimtexAction(bpy.types.PropertyGroup):
     """One action offered to the bake"""
 
-    name: StringProperty(name="Action")
-    use: BoolProperty(name="Bake", default=True)
+    name: StringProperty(name="Action", description="The action's name")
+    use: BoolProperty(name="Bake", default=True, description="Bake this action as a clip of the texture")
 
 
 def bake_target(context) -> bpy.types.Object | None:
@@ -51,23 +51,32 @@ def bake_target(context) -> bpy.types.Object | None:
 
 
 class HYBRID_SKIN_OT_bake_animation_texture(JobOperator, bpy.types.Operator):
-    """Bake actions into a vertex or bone animation texture (PNG/EXR + JSON) for GPU-instanced crowds"""
+    """Bake actions into a vertex animation texture (VAT) or a bone animation texture (PNG/EXR + JSON) for
+    GPU-instanced crowds in game engines"""
 
     bl_idname = "hybrid_skin.bake_animation_texture"
-    bl_label = "Bake Animation Texture"
+    bl_label = "Bake Animation Texture (VAT)"
     bl_options = {"REGISTER", "UNDO"}
 
     # The bake's own options come from their one declaration (options.BakeOptions), added below the class.
-    action_source: EnumProperty(name="Actions", items=ACTION_SOURCES, default="ACTIVE")
-    actions: CollectionProperty(type=HybridSkinAnimtexAction)
-    use_modal: BoolProperty(options={"HIDDEN", "SKIP_SAVE"})
+    action_source: EnumProperty(
+        name="Actions", items=ACTION_SOURCES, default="ACTIVE", description="Which actions become clips"
+    )
+    actions: CollectionProperty(
+        type=HybridSkinAnimtexAction, description="The armature's actions, ticked to bake (Chosen Actions)"
+    )
+    use_modal: BoolProperty(
+        options={"HIDDEN", "SKIP_SAVE"}, description="Run with a progress bar and Esc (set by the dialog)"
+    )
 
     job_label = "baking animation texture"
     cancelled = "Animation texture bake cancelled: nothing was written"
 
     @classmethod
     def poll(cls, context):
-        return bake_target(context) is not None and context.mode in {"OBJECT", "POSE"}
+        if bake_target(context) is None:
+            return refuse(cls, "Select an armature, or a mesh an Armature modifier deforms, to bake")
+        return in_modes(cls, context, "bake", ("OBJECT", "POSE"))
 
     def _action_names(self, context) -> list[str] | None:
         if self.action_source == "LISTED":
@@ -148,23 +157,34 @@ HYBRID_SKIN_OT_bake_animation_texture.__annotations__.update(options_module.oper
 
 
 class HYBRID_SKIN_OT_crowd_preview(GuardedOperator, bpy.types.Operator):
-    """Show or hide a crowd of the last animation texture bake, drawn with one instanced draw call"""
+    """Show or hide a crowd of the last animation texture (VAT) bake in the viewport, drawn from the
+    textures with one instanced draw call, as a game engine would"""
 
     bl_idname = "hybrid_skin.crowd_preview"
-    bl_label = "Crowd Preview"
+    bl_label = "Animation Texture Crowd Preview"
 
-    count: IntProperty(name="Instances", default=1000, min=1, soft_max=10000, max=100000)
+    count: IntProperty(
+        name="Instances", description="How many copies of the character to draw (one draw call)",
+        default=1000, min=1, soft_max=10000, max=100000,
+    )  # fmt: skip
     spacing: FloatProperty(
         name="Spacing",
         subtype="DISTANCE",
         default=0.0,
         min=0.0,
-        description="Grid spacing (0: from the character's size)",
+        description="Distance between neighbours on the grid (0: from the character's size)",
     )
 
     @classmethod
     def poll(cls, context):
-        return crowd.is_active() or context.active_object is not None
+        if crowd.is_active() or context.active_object is not None:
+            return True
+        return refuse(cls, "Select the armature or mesh whose last animation texture bake to show")
+
+    def invoke(self, context, event):
+        if crowd.is_active():
+            return self.execute(context)  # hides it: nothing to choose
+        return context.window_manager.invoke_props_dialog(self, width=300)
 
     def execute(self, context):
         if crowd.is_active():
@@ -186,12 +206,14 @@ class HYBRID_SKIN_OT_skin_rigid_parts(GuardedOperator, bpy.types.Operator):
     Transforms does), and it moves exactly as before"""
 
     bl_idname = "hybrid_skin.skin_rigid_parts"
-    bl_label = "Skin Rigid Parts"
+    bl_label = "Skin Rigid Parts to Their Bones"
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
     def poll(cls, context):
-        return context.mode == "OBJECT" and rigid.armature_of(context.active_object) is not None
+        if rigid.armature_of(context.active_object) is None:
+            return refuse(cls, "Select an armature, or a mesh it deforms, whose rigid parts to skin")
+        return in_modes(cls, context, "skin rigid parts")
 
     def execute(self, context):
         arm = rigid.armature_of(context.active_object)

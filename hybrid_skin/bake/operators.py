@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 
-from ..operator_base import GuardedOperator, JobOperator
+from ..operator_base import GuardedOperator, JobOperator, in_modes, refuse
 from ..rig import baked, checks
 from . import baker
 
@@ -21,10 +21,12 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
     """Bake the hybrid deformation so renders and exporters see it (shape keys or a point cache)"""
 
     bl_idname = "hybrid_skin.bake_deformation"
-    bl_label = "Bake Hybrid Skin"
+    bl_label = "Bake Hybrid Skin Deformation"
     bl_options = {"REGISTER", "UNDO"}
 
-    target: EnumProperty(name="Target", items=TARGET_ITEMS, default="SHAPE_KEYS")
+    target: EnumProperty(
+        name="Target", items=TARGET_ITEMS, default="SHAPE_KEYS", description="What the bake writes"
+    )
     # Negative frames are frames: a bound left out (not set) is the scene's, never a sentinel value.
     # SKIP_SAVE: a bake started from the panel must not reuse the Start/End of an earlier bake.
     frame_start: IntProperty(
@@ -35,7 +37,8 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
     )
     frame_step: IntProperty(name="Step", description="Bake every Nth frame", default=1)
     filepath: StringProperty(
-        name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"}
+        name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"},
+        description="The .pc2 or .mdd file a point cache bake writes (shape key bakes write none)",
     )
 
     job_label = "baking"
@@ -44,7 +47,9 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         obj = context.active_object
-        return obj is not None and obj.type == "MESH" and context.mode == "OBJECT"
+        if obj is None or obj.type != "MESH":
+            return refuse(cls, "Select the skinned mesh to bake")
+        return in_modes(cls, context, "bake")
 
     def make_job(self, context) -> baker.Baker:
         scene = context.scene
@@ -78,13 +83,15 @@ class HYBRID_SKIN_OT_clear_bake(GuardedOperator, bpy.types.Operator):
     """Remove the baked shape keys or point cache and restore the modifier setup exactly"""
 
     bl_idname = "hybrid_skin.clear_bake"
-    bl_label = "Clear Bake"
+    bl_label = "Clear Hybrid Skin Bake"
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
     def poll(cls, context):
         obj = context.active_object
-        return obj is not None and obj.type == "MESH" and baked.is_baked(obj)
+        if obj is None or obj.type != "MESH" or not baked.is_baked(obj):
+            return refuse(cls, "Select a mesh with a Hybrid Skin bake (shape keys or a point cache)")
+        return True
 
     def execute(self, context):
         checks.editable_mesh(context.active_object)

@@ -6,7 +6,7 @@ import bpy
 from bpy.props import EnumProperty
 
 from ..errors import HybridSkinError
-from ..operator_base import GuardedOperator
+from ..operator_base import GuardedOperator, in_modes, refuse
 from ..rig import baked, bind, checks, properties, setup, stack
 from . import viewport
 
@@ -26,7 +26,7 @@ class NeedsHybridSkin:
 
     @classmethod
     def poll(cls, context):
-        return has_hybrid_skin(context.active_object)
+        return has_hybrid_skin(context.active_object) or refuse(cls, "Select a mesh that uses Hybrid Skin")
 
 
 class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
@@ -45,7 +45,7 @@ class HYBRID_SKIN_OT_add(GuardedOperator, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return context.mode == "OBJECT"
+        return in_modes(cls, context, "add Hybrid Skin")
 
     def execute(self, context):
         obj = checks.editable_mesh(context.active_object)
@@ -118,7 +118,7 @@ class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
     """Read weights and rest shape again now (edits are picked up by themselves; this forces it)"""
 
     bl_idname = "hybrid_skin.rebind"
-    bl_label = "Rebind"
+    bl_label = "Rebind Hybrid Skin"
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):

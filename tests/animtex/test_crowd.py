@@ -6,6 +6,7 @@ as the skinning shader is; plus the preview's toggling, cleanup and compile erro
 from __future__ import annotations
 
 import importlib
+import json
 import math
 
 import bpy
@@ -262,6 +263,40 @@ def test_a_bake_whose_files_are_gone_is_one_sentence_naming_them(gpu_context, mo
     text = str(info.value)
     assert message.lower() in text.lower() and str(missing) in text, text
     assert "report" not in text and text.strip().count("\n") == 0, text
+    assert not modules[0].is_active()
+
+
+@pytest.mark.parametrize("where", ["parent folder", "absolute path", "link out of the folder", "subfolder"])
+def test_the_preview_reads_only_files_beside_the_sidecar(gpu_context, modules, tmp_path, where):
+    """A sidecar names its texture; one that names a file elsewhere (damaged, or not the add-on's) is
+    refused in one sentence, although a readable texture is there, and nothing is shown."""
+    arm, _obj = swinging_character("Beside")
+    folder = tmp_path / "bake"
+    folder.mkdir()
+    bpy.ops.hybrid_skin.bake_animation_texture(directory=str(folder), kind="VERTEX", precision="PNG8")
+    sidecar, image = folder / f"{arm.name}_vertex.json", folder / f"{arm.name}_vertex.png"
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(image.read_bytes())  # a texture the preview could read, were it allowed to
+    names = {
+        "parent folder": "../outside.png",
+        "absolute path": str(outside),
+        "link out of the folder": "link.png",
+        "subfolder": "sub/outside.png",
+    }
+    if where == "link out of the folder":
+        (folder / "link.png").symlink_to(outside)
+    if where == "subfolder":
+        (folder / "sub").mkdir()
+        (folder / "sub" / "outside.png").write_bytes(image.read_bytes())
+    meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    meta["image"] = names[where]
+    sidecar.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(RuntimeError) as info:
+        bpy.ops.hybrid_skin.crowd_preview()
+    text = str(info.value)
+    sentence = f"{sidecar} names its texture {names[where]!r}, which is not a file in its own folder"
+    assert sentence in text, text
+    assert text.strip().count("\n") == 0 and "report" not in text
     assert not modules[0].is_active()
 
 

@@ -1,0 +1,1 @@
+"""Blender's menus for every feature's operators (imports nothing: see menus.py)."""
