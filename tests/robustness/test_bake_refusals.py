@@ -90,7 +90,7 @@ def test_a_bake_that_breaks_half_way_is_reported_and_taken_back(addon, monkeypat
     arm, obj = rig(keys=True)
     bpy.context.scene.frame_set(3)
     before = snapshot()
-    message = "Bake Hybrid Skin failed (ZeroDivisionError: simulated bug)"
+    message = "Bake Hybrid Skin Deformation failed (ZeroDivisionError: simulated bug)"
     refused(bpy.ops.hybrid_skin.bake_deformation, message, frame_start=1, frame_end=12)
     assert len(calls) == 3
     same_as(before, what="after a bake that broke half-way")

@@ -147,7 +147,7 @@ def test_a_bug_inside_an_operator_is_one_sentence_and_nothing_changes(addon, mon
 
     monkeypatch.setattr(bind, "rebind" if operator != "analyze" else "cached_bind", broken)
     before = snapshot()
-    label = {"add": "Add Hybrid Skin", "rebind": "Rebind", "analyze": "Analyze Deformation"}[operator]
+    label = getattr(bpy.types, f"HYBRID_SKIN_OT_{operator}").bl_label  # "Rebind Hybrid Skin", ...
     refused(getattr(bpy.ops.hybrid_skin, operator), f"{label} failed (KeyError: 'simulated bug')")
     same_as(before, what=f"after a failed {operator}")
     assert obj.hybrid_skin.enabled == (operator != "add")
