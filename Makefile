@@ -5,8 +5,9 @@
 #   make test    build, then the whole suite on Blender 4.5 LTS: core, Blender (installs the zip) and GPU tests
 #   make test-compat  the same suite on Blender 5.2 (Python 3.13) and 5.0 (bpy wheels in .venv-<version>)
 #   make test-vulkan  every GPU test (-m gpu) on Blender's Vulkan backend (Mesa lavapipe), Blender 4.5 and 5.2
-#   make bench   benchmarks (tests/bench/run.py)
-#   make tools   regenerate the files generated from code (engine shader ports, docs tables; tests check them)
+#   make bench   benchmarks (tests/bench/run.py; `make bench BENCH_ARGS=--record` records the run for the docs)
+#   make tools   regenerate the files generated from code and from the recorded bench run (engine shader
+#                ports, docs tables, measured numbers from docs/measured.json; tests check them)
 #   make pictures  regenerate the README and docs pictures (tools/make_pictures.py; a few minutes)
 #   make demo    python -m hybrid_skin demo
 #   make lint    ruff check
@@ -84,7 +85,7 @@ test-vulkan: $(VENV_STAMP) build .venv-5.2.3/.installed
 	if [ -n "$$failed" ]; then echo "error: the Vulkan GPU tests failed in$$failed" >&2; exit 1; fi
 
 bench: $(VENV_STAMP)
-	$(VENV_PYTHON) tests/bench/run.py
+	$(VENV_PYTHON) tests/bench/run.py $(BENCH_ARGS)
 
 # The demo's crowd page copies three.js from the pinned npm install of the engine tests: installed here
 # from tests/engines/package-lock.json when npm is present (for `make demo` and `make test`, whose demo
@@ -104,6 +105,7 @@ demo: $(VENV_STAMP) three-js
 tools: $(VENV_STAMP)
 	$(VENV_PYTHON) tools/make_ports.py
 	$(VENV_PYTHON) tools/docs_tables.py
+	$(VENV_PYTHON) tools/docs_figures.py
 
 pictures: $(VENV_STAMP)
 	$(VENV_PYTHON) tools/make_pictures.py

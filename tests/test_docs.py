@@ -62,3 +62,20 @@ def test_papers_are_cited_by_name_not_by_seed_number():
         if re.search(r"\bseeds? ?0\d\d", text, re.IGNORECASE):
             offenders.append(str(path.relative_to(REPO)))
     assert not offenders, offenders
+
+
+def test_measured_numbers_come_from_the_one_recorded_run():
+    """Every measured number in the pages is written from ``docs/measured.json`` (the last recorded
+    ``make bench``) by ``tools/docs_figures.py``: a page that says another number is stale."""
+    from tools import docs_figures
+
+    assert docs_figures.stale() == [], "run make tools (tools/docs_figures.py) and commit the result"
+    measured = docs_figures.load()
+    marked = {path.name: len(docs_figures.NUMBER.findall(path.read_text(encoding="utf-8")))
+              for path in docs_figures.pages()}  # fmt: skip
+    assert marked["README.md"] >= 3 and marked["performance.md"] >= 20, marked
+    assert docs_figures.TABLE_START in (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    # Control: a page whose number disagrees with the run is rewritten (so stale() sees it).
+    line = '<!-- measured D1 "Evaluated display (Global)" ratio -->9.9×<!-- /measured -->'
+    ratio = docs_figures.figure(measured, "D1", "Evaluated display (Global)")["ratio"]
+    assert docs_figures.render(line, measured) == line.replace("9.9×", f"{docs_figures.significant(ratio)}×")

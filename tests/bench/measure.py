@@ -156,6 +156,26 @@ def _target(fig: Figure) -> str:
     return f"≤ {fig.target:g}" + (f" (stretch {fig.stretch:g})" if fig.stretch is not None else "")
 
 
+def record(figures: list[Figure], header: dict[str, str]) -> dict:
+    """The run as ``docs/measured.json`` keeps it: the one source of the measured numbers in the docs
+    (``tools/docs_figures.py`` writes them into the pages)."""
+    rows = []
+    for fig in figures:
+        rows.append({
+            "key": fig.key,
+            "name": fig.name,
+            "ours_ms": None if fig.ours is None else round(fig.ours.best * 1e3, 6),
+            "blender_ms": None if fig.blender is None else round(fig.blender.best * 1e3, 6),
+            "ratio": round(fig.ratio, 6),
+            "median_ratio": None if fig.median_ratio is None else round(fig.median_ratio, 6),
+            "value_label": fig.value_label,
+            "target": fig.target,
+            "stretch": fig.stretch,
+            "verdict": fig.verdict(),
+        })  # fmt: skip
+    return {"run": {**header, "min_rounds": MIN_ROUNDS}, "figures": rows}
+
+
 def text_table(figures: list[Figure]) -> str:
     lines = []
     for fig in figures:

@@ -1,9 +1,10 @@
 """Hybrid Skin benchmarks: every target of issue 17 measured against Blender in one run (``make bench``).
 
 Ours and Blender's runs are interleaved and each figure is the minimum of at least seven rounds, with
-the spread printed (see :mod:`measure`). The end of the output is the Markdown table the README's
-Performance section carries. Missed targets are reported, never fatal: the exit status is 0 unless
-something raised.
+the spread printed (see :mod:`measure`). The end of the output is the Markdown table; ``--record`` also
+writes the run to ``docs/measured.json``, the one source of every measured number in the docs (``make
+tools`` writes them into the pages). Missed targets are reported, never fatal: the exit status is 0
+unless something raised.
 
     P1   hybrid positions ÷ Blender's two-modifier mix, 10k / 100k / 1M vertices (target ≤ 0.8, stretch 0.5)
     P1n  positions + normals ÷ the mix + reading its vertex normals (≤ 1.0 at every size)
@@ -21,13 +22,16 @@ something raised.
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = ROOT = HERE.parents[1]
+MEASURED = REPO / "docs" / "measured.json"
 sys.path[:0] = [str(REPO), str(HERE)]
 
 import bpy  # noqa: E402
@@ -45,7 +49,14 @@ BIND_SIZES = {100_000: 7, 1_000_000: 7}  # rounds
 ORDER = ("P1", "P1n", "API", "BAKE", "P5", "P3", "P2", "D1", "P4")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="make bench: every speed and memory target against Blender")
+    parser.add_argument(
+        "--record", action="store_true",
+        help=f"also write the run to {MEASURED.relative_to(ROOT)}, the docs' one source of measured numbers "
+        "(then `make tools` writes them into the pages)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
     t_start = time.perf_counter()
     header = measure.machine()
     header["blender"] = bpy.app.version_string
@@ -101,6 +112,9 @@ def main() -> int:
     print("\nREADME table:\n")
     print(measure.markdown_table(figures, header))
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
+    if args.record:
+        MEASURED.write_text(json.dumps(measure.record(figures, header), indent=1) + "\n", encoding="utf-8")
+        print(f"recorded in {MEASURED}: run `make tools` to write the numbers into the docs")
     return 0
 
 
