@@ -119,17 +119,17 @@ def stale() -> list[Path]:
     return [path for path, text in expected().items() if path.read_text(encoding="utf-8") != text]
 
 
-def main(argv: list[str]) -> int:
+def write_or_check(wanted: dict[Path, str], argv: list[str], tool: str) -> int:
+    """Write each generated page that differs from ``wanted``, or with ``--check`` name them (exit 1)."""
+    paths = [path for path, text in wanted.items() if path.read_text(encoding="utf-8") != text]
     if "--check" in argv:
-        paths = stale()
         for path in paths:
-            print(f"{path} is stale: run tools/docs_figures.py (make tools)", file=sys.stderr)
+            print(f"{path} is stale: run {tool} (make tools)", file=sys.stderr)
         return 1 if paths else 0
-    for path, text in expected().items():
-        if path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+    for path in paths:
+        path.write_text(wanted[path], encoding="utf-8")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(write_or_check(expected(), sys.argv[1:], "tools/docs_figures.py"))

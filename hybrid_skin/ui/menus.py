@@ -50,8 +50,8 @@ ACTION_EDITOR_ITEMS: tuple = (("hybrid_skin.crowd_preview", "Animation Texture C
 
 
 def draw_items(layout, items) -> None:
-    """Draw rows of (operator, text, properties); the dialogs open on click (INVOKE_DEFAULT)."""
-    layout.operator_context = "INVOKE_DEFAULT"
+    """Draw rows of (operator, text, properties). Menus invoke their operators, so the dialogs (texture
+    bake, comparison, crowd, point cache file) open on click."""
     for item in items:
         if item is None:
             layout.separator()

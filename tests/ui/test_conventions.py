@@ -11,14 +11,14 @@ every submenu, as the search does.
 from __future__ import annotations
 
 import importlib
-import math
 from types import SimpleNamespace
 
 import bpy
 import pytest
 
-from tests.support.layout import Call, Drawn, RecordingLayout
-from tests.support.scenes import make_chain_armature, make_cylinder, skin_to_chain
+from tests.support.layout import Call, Drawn, RecordingLayout, operator_class_name
+from tests.test_ui import registered_operators as operator_idnames
+from tests.test_ui import rig_with_action
 
 
 class MenuLayout(RecordingLayout):
@@ -51,14 +51,8 @@ class MenuLayout(RecordingLayout):
 
 
 def registered_operators(addon) -> dict[str, type]:
-    out = {}
-    for feature, names in addon.FEATURES:
-        for name in names:
-            module = importlib.import_module(f"{addon.__name__}.{feature}.{name}")
-            for cls in getattr(module, "classes", ()):
-                if issubclass(cls, bpy.types.Operator):
-                    out[cls.bl_idname] = cls
-    return out
+    """``bl_idname`` → class of every operator the add-on registers."""
+    return {idname: getattr(bpy.types, operator_class_name(idname)) for idname in operator_idnames(addon)}
 
 
 def menu_context(mode: str, obj, space=None):
@@ -106,15 +100,8 @@ def walk(header: str, context) -> dict[str, list[str]]:
 
 @pytest.fixture
 def rig():
-    arm = make_chain_armature("Rig", [1.0, 1.0])
-    obj = make_cylinder("Tube", rings=6, segments=8)
-    skin_to_chain(obj, arm)
-    bone = arm.pose.bones["Bone1"]
-    bone.rotation_mode = "XYZ"
-    for frame, angle in ((1, 0.0), (5, 60.0)):
-        bone.rotation_euler = (math.radians(angle), 0.0, 0.0)
-        bone.keyframe_insert("rotation_euler", frame=frame)
-    return arm, obj
+    """A tube on two bones with an action (what every menu entry can act on)."""
+    return rig_with_action("Tube")
 
 
 def test_every_operator_is_in_a_menu_that_f3_searches(addon, rig):
