@@ -169,7 +169,7 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     methods = ["LBS", "DQS", "Your Setting", "Best Single Factor", "Auto: Round", "Auto: Keep Volume",
                "Auto: Per Joint"]  # fmt: skip
     assert labels[:3] == ["Whole mesh", "Method", "Factor"] and labels[4:25:3] == methods  # human names
-    assert {"Shrink", "Collapse", "Joint: Bone1"} <= set(labels)
+    assert {"Shrink", "Collapse", "Bone1"} <= set(labels)
     internal = {"current", "best", "AUTO", "AUTO_KEEP_VOLUME", "AUTO_JOINT", "Keep Vol.", "Auto 0.1"}
     assert not internal & set(labels), internal & set(labels)
     seen["Evaluated display, analysed"] = offered(drawn)

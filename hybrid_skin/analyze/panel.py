@@ -73,7 +73,7 @@ def _draw_bones(layout, result: Analysis) -> None:
     shown = sorted(sorted(order, key=severity, reverse=True)[:PANEL_BONES], key=order.index)
     for bone in shown:
         box = layout.box()
-        box.label(text=f"Joint: {bone}", icon="BONE_DATA")
+        box.label(text=bone, icon="BONE_DATA")
         col = box.column(align=True)
         _table_row(col, "Method", ["Bulge", "Shrink", "Collapse", "Volume"])
         for name, summary in by_bone[bone].items():

@@ -200,8 +200,8 @@ def test_bbone_segments_are_joints_and_the_panel_draws_them(addon, analyze):
     analyze.draw_results(layout, result, frame=result.frame + 1)
     labels = layout.labels()
     assert labels[0].startswith(f"Results of frame {result.frame}")
-    assert "open mesh" in labels and "Bone1" in labels and "AUTO" in labels
-    assert "Shrink" in labels and "Keep Vol." in labels and "Auto 0.1" in labels
+    assert "open mesh" in labels and "Bone1" in labels and "Auto: Round" in labels
+    assert "Shrink" in labels and "Auto: Keep Volume" in labels and "Auto: Per Joint" in labels
 
 
 def test_rest_pose_has_no_moved_joint_and_poll_needs_hybrid_skin(analyze):
