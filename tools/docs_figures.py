@@ -6,8 +6,8 @@ Two kinds of markers in ``README.md`` and ``docs/*.md``:
 * a table: ``<!-- measured table -->`` … ``<!-- end of measured table -->`` becomes the run's line
   (machine, Blender, date) and one row per figure;
 * a number in a sentence: ``<!-- measured D1 "Evaluated display (Global)" ratio -->2.4×<!-- /measured -->``
-  becomes that figure's field: ``ratio`` (``2.4×``), ``ours`` or ``blender`` (milliseconds, ``73 ms``), or
-  ``date`` (the run's). The figure is the one whose key is the first word and whose name contains the
+  becomes that figure's field: ``ratio`` (``2.41×``), ``ours`` or ``blender`` (milliseconds, ``73 ms``), or
+  ``date`` (the run's); three significant digits, as in the table. The figure is the one whose key is the first word and whose name contains the
   quoted text (exactly one must).
 
     python tools/docs_figures.py           # rewrite the pages (make tools)
@@ -39,8 +39,8 @@ def load(path: Path = MEASURED) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def significant(value: float, digits: int = 2) -> str:
-    """``value`` to ``digits`` significant digits, without a trailing ``.0``: 2.41 → 2.4, 73.04 → 73."""
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, as the table prints it: 2.414 → 2.41, 73.04 → 73."""
     text = f"{value:.{digits}g}"
     if "e" in text:
         text = f"{value:.0f}"
