@@ -78,18 +78,32 @@ def error_lines(text: str) -> list[str]:
     return [line[line.index("error: "):] for line in text.splitlines() if "error: " in line]
 
 
-def test_the_add_on_registers_the_command_and_unregister_removes_it(command, capfd):
+def test_the_add_on_registers_the_command_and_unregister_removes_it(command, capfd, monkeypatch):
     assert is_registered(capfd)
     handle = command._state().handle
     assert handle is not None
     bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
+    registered = []
+    real = bpy.utils.register_cli_command
+
+    def spy(command_id, execute):  # what enabling hands Blender, passed on to Blender unchanged
+        registered.append((command_id, execute))
+        return real(command_id, execute)
+
     try:
         assert not is_registered(capfd), "the command outlived the add-on"
         with pytest.raises(ValueError, match="already been removed"):  # Blender's own bookkeeping agrees
             bpy.utils.unregister_cli_command(handle)
+        monkeypatch.setattr(bpy.utils, "register_cli_command", spy)
     finally:
         bpy.ops.preferences.addon_enable(module=ADDON_MODULE)
+    monkeypatch.undo()
     assert is_registered(capfd)
+    ((command_id, execute),) = registered
+    fresh = importlib.import_module(f"{ADDON_MODULE}.cli.blender_command")  # re-imported on enable
+    assert command_id == COMMAND_ID and execute is fresh.execute  # the function the other tests call
+    capfd.readouterr()
+    assert execute(["--help"]) == 0 and "bake-textures" in capfd.readouterr().out
 
 
 def test_the_farm_command_bakes_the_open_file_as_python_m_does(command, capfd, tmp_path):
