@@ -1,31 +1,36 @@
-"""Bake actions into vertex or bone animation textures (Johansson 2021): sample, encode, check, write, tag.
+"""Bake actions into vertex or bone animation textures (Johansson 2021): plan, sample, encode, check, write.
 
 A :class:`TextureBake` runs as a generator (:meth:`TextureBake.steps` yields progress in 0..1) so the
 operator can show a progress bar and cancel between frames; scripts call :func:`bake`. This module is
 the orchestration; sampling each frame lives in :mod:`.sampling`, the scene side in :mod:`.scene`, the
-bone palette in :mod:`.palette`, the error
+bone palette in :mod:`.palette`, the size before sampling in :mod:`.bounds`, the error
 report in :mod:`..core.animtex.verify`, the files and mesh data in :mod:`.files` and the UI summary in
 :mod:`.summary`.
 
 1. **Target**: an armature and every mesh it deforms, or one mesh with an Armature modifier; one clip
    per action, sampled every ``frame_step`` scene frames over the action's frame range.
-2. **Sampling**: each action is assigned to the armature in turn (NLA off; everything restored after);
-   bones it does not key keep the scene's pose at bake start (or rest: ``unkeyed_bones_at_rest``).
-   At every stored frame and halfway between stored frames the add-on's own skinning gives the truth.
-   The baked meshes' Armature modifier and everything after it are hidden meanwhile: Blender need not
-   deform the mesh at every sample for a result nobody reads (restored after, as the pose is).
-3. **Encoding** (:mod:`.core.animtex`): VERTEX stores each vertex's offset from the mesh's own
+2. **Plan** (:mod:`.bounds`): every check that can fail runs in ``__init__``, and the texture's layout
+   and the bytes the bake will hold are computed from counts alone: a texture taller than 16,384 rows or
+   a bake over the memory budget is refused in one sentence before a frame is played.
+3. **Sampling** (:mod:`.sampling`): each action is assigned to the armature in turn (NLA off; everything
+   restored after); bones it does not key keep the scene's pose at bake start (or rest:
+   ``unkeyed_bones_at_rest``). At every stored frame, what the encoder needs is kept (VERTEX: the
+   add-on's own skinning, the truth; bone kinds: the palette's matrices). The baked meshes' Armature
+   modifier and everything after it are hidden meanwhile: Blender need not deform the mesh at every
+   sample for a result nobody reads (restored after, as the pose is).
+4. **Encoding** (:mod:`.core.animtex`): VERTEX stores each vertex's offset from the mesh's own
    coordinates (what an engine has) and its normal, all meshes in one texture; bone kinds store the
    palette's skinning matrices ``inv(T2A) @ deform @ T2A`` in mesh space, pivots at the rest heads.
    A bone bake of meshes in factor mode Auto (a round profile, ``runtime_auto``) also stores each palette
    bone's Auto data per frame and each vertex's Auto rest data (:mod:`..core.animtex.auto`): runtimes
    compute Auto per vertex; the truth is then the add-on's skinning with its Auto factors.
-4. **Error report**: the texture is decoded as the shaders do and compared with the truth at every
-   stored and halfway frame, in scene units (world space) and in % of the truth's bounding-box
-   diagonal. With a tolerance, the cheapest (frame step, precision) within it is picked from the
-   same samples (:func:`.core.animtex.choose_encoding`).
-5. **Writing** (:mod:`.files`): image and JSON under temporary names, the image read back, then renamed
-   into place (a failure leaves nothing); 6. **mesh data**: the attributes named in ``mesh_attributes``.
+5. **Error report**: the clips are played again; at every stored and halfway frame the truth (VERTEX
+   stored frames: what step 3 kept) is compared with the texture decoded as the shaders do, one sample at a
+   time, in scene units (world space) and in % of the truth's bounding-box diagonal. With a tolerance,
+   the cheapest (frame step, precision) within it is picked (:func:`.core.animtex.encoding_candidates`
+   order), every precision of a step checked in one pass over its frames.
+6. **Writing** (:mod:`.files`): image and JSON under temporary names, the image read back, then renamed
+   into place (a failure leaves nothing); 7. **mesh data**: the attributes named in ``mesh_attributes``.
 Options and result types, and the phases timed in :attr:`BakeResult.timings`, are in :mod:`.options`.
 """
 
@@ -57,13 +62,13 @@ from ..core.animtex import (
     verify,
 )
 from ..core.animtex.auto import vertex_floats
-from ..core.animtex.samples import (
-    Samples,
-    stack_samples,
-)
+from ..core.animtex.plan import TexturePlan
+from ..core.animtex.samples import StoredFrames
+from ..core.budget import memory_budget
 from ..errors import HybridSkinError
 from ..rig import bind, factor, mesh_bind
 from ..rig.state import hold
+from . import bounds
 from .corners import CornerItems
 from .export import check_names, export_meshes
 from .files import (
@@ -143,23 +148,28 @@ class TextureBake(Sampling):
             check_names(self.parts, self._attributes()[1])
         # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
         self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
-        self.samples: Samples = {}
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
-        # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it),
-        # prepared when :meth:`run` starts sampling.
+        # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it).
         self.bone_names: list[str] = []
         self.bone_pivots: np.ndarray | None = None
         self.rest_bone = False
-        # While :meth:`run` samples: the armature's animation state (restored at the end), the clip
-        # playing, the progress scale, the truth's diagonal so far (None: to be recomputed) and the
-        # first mesh's world matrix at each looping clip's end frame (root motion).
+        if self.kind is not Kind.VERTEX:
+            self._prepare_bones(bpy.context.evaluated_depsgraph_get())
+        #: What each (frame step, precision) the bake may encode will be, checked before any frame is played.
+        self.plans = self._plan()
+        # While :meth:`steps` samples: the armature's animation state (restored at the end), the clip
+        # playing, the progress scale, Blender's own evaluation at the frames measured (the report's
+        # oracle gap), the first mesh's world matrix at each looping clip's end frame (root motion), and
+        # how many frames were played (``evaluated``: which).
         self._anim: AnimationState | None = None
         self._playing: int | None = None
         self._planned = 1
-        self._diagonal: float | None = None
         self._cycle_end: dict[int, np.ndarray] = {}
         self._oracle: OracleGap | None = None
+        self.gaps: dict[tuple[int, float], np.ndarray] = {}
+        self.evaluations = 0
+        self.evaluated: set[tuple[int, float]] = set()
 
     @contextmanager
     def _phase(self, name: str):
@@ -224,27 +234,66 @@ class TextureBake(Sampling):
         values = {self._factor(part.obj).value for part in self.parts}
         return values.pop() if len(values) == 1 else None
 
-    @property
-    def diagonal(self) -> float:
-        """Bounding-box diagonal of the truth at every sample taken so far (the report's 100%)."""
-        if self._diagonal is None:
-            with self._phase("report"):
-                self._diagonal = verify.scene_diagonal(self.parts, self.samples)
-        return self._diagonal
+    def _plan(self) -> dict[tuple[float, Precision], TexturePlan]:
+        """The texture of every (frame step, precision) the bake may encode, from counts alone; refused in
+        one sentence (the frame range and what would fit) when none can be baked. The tolerance search
+        keeps the steps whose rows fit and whose search fits the memory budget (a warning names the
+        others)."""
+        budget = memory_budget(self.options.memory_budget)
+        counts = {
+            "item_count": self.items.item_count if self.items is not None else len(self.bone_names),
+            "vertex_count": sum(len(p.base) for p in self.parts),
+            "part_count": len(self.parts),
+        }
+
+        def plan(step: float, precision: Precision) -> TexturePlan:
+            return bounds.texture_plan(
+                self.kind, precision, self._clips(step), options=self.options,
+                auto=self.auto_profile is not None, **counts,
+            )  # fmt: skip
+
+        if self.options.tolerance <= 0:
+            fixed = plan(self.frame_steps[0], self.precision)
+            if (why := bounds.refusal(fixed, budget)) is not None:
+                raise HybridSkinError(why)
+            return {(self.frame_steps[0], self.precision): fixed}
+        plans = {key: plan(*key) for key in encoding_candidates(self.frame_steps)}
+        kept, first_refusal = {}, None
+        for step in dict.fromkeys(s for s, _ in plans):
+            fitting = [p for (s, _), p in plans.items() if s == step and p.fits]
+            why = next((bounds.refusal(p, budget) for (s, _), p in plans.items() if s == step), None)
+            if fitting and budget.allows(bounds.search_peak(fitting)):
+                kept.update({(step, p.precision): p for p in fitting})
+            else:
+                first_refusal = first_refusal or why
+        if not kept:
+            raise HybridSkinError(first_refusal or "No frame step and precision can encode this animation")
+        if left := sorted({s for s, _ in plans} - {s for s, _ in kept}):
+            self.warnings.append(
+                f"The tolerance search leaves out frame step(s) {', '.join(f'{s:g}' for s in left)}: their "
+                f"texture or their search would not fit ({first_refusal})"
+            )
+        return kept
 
     def steps(self) -> Iterator[float]:
         """Sample, encode, report, write; yields progress in [0, 1]. Closing it cancels cleanly.
 
-        Frames are sampled when an encoding needs them: a fixed step samples its frames once; the
-        tolerance search samples each step only when it reaches it (a tolerance met at step 4 never
-        pays for step 1, a sub-frame step is sampled only if no whole-frame step is good enough).
+        Frames are sampled when an encoding needs them: a fixed step samples its stored frames once, then
+        its stored (bone kinds) and halfway frames once more for the report; the tolerance search samples
+        each step only when it reaches it (a tolerance met at step 4 never pays for step 1, a sub-frame
+        step is sampled only if no whole-frame step is good enough).
         """
         self._anim = AnimationState(
             self.scene, self.armature, unkeyed_at_rest=self.options.unkeyed_bones_at_rest
         )
-        self._playing, self._diagonal = None, None
-        # Progress scale: the samples of every whole-frame step (sub-frame steps run past it, capped).
-        self._planned = len(self._step_frames([s for s in self.frame_steps if s >= 1] or self.frame_steps)[0])
+        self._playing = None
+        # Progress scale: every sample of the fixed step, or of the whole-frame steps of the search.
+        planned = [p for (s, _), p in self.plans.items() if s >= 1] or list(self.plans.values())
+        per_step = {p.clips[0].frame_step: p for p in planned}
+        twice = self.kind is not Kind.VERTEX
+        self._planned = max(
+            1, sum(p.checked_samples + twice * p.stored_samples for p in per_step.values())
+        )
         self._oracle = OracleGap(self.parts, self._planned, self.kind is not Kind.VERTEX)
         # Held: the rig's handlers must not mend the setups of the meshes while the bake hides and shows
         # their modifiers (Hybrid Skin's DQS part follows the Armature modifier's visibility: shown with it
@@ -256,10 +305,7 @@ class TextureBake(Sampling):
                 with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
                     self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
                     self._anim.set_frame(self.scene.frame_current)
-                    self.rest_bone = False
-                    if self.kind is not Kind.VERTEX:
-                        self._prepare_bones(bpy.context.evaluated_depsgraph_get())
-                texture, report, tried = yield from self._choose()
+                stored, texture, report, tried = yield from self._choose()
                 if (lost := verify.non_rigid_warning(texture)) is not None:
                     self.warnings.append(lost)
                 with self._phase("sample"):
@@ -268,45 +314,38 @@ class TextureBake(Sampling):
                 with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
                     self._anim.restore()
         yield 0.95
-        self.result = self._write(texture, report, tried)
+        self.result = self._write(stored, texture, report, tried)
         yield 1.0
 
     # ------------------------------------------------------------------------ encode, report
     def _clips(self, step: float) -> list[Clip]:
         return [clip_for(a, self.fps, step) for a in self.actions]
 
-    def _stack(self, clip_index: int, frames: np.ndarray, what: str) -> np.ndarray:
-        return stack_samples(self.samples, clip_index, frames, what)
-
-    def encode(self, step: float, precision: Precision) -> AnimationTexture:
+    def encode(self, stored: StoredFrames, precision: Precision) -> AnimationTexture:
         with self._phase("encode"):
-            return self._encode(step, precision)
+            return self._encode(stored, precision)
 
-    def _encode(self, step: float, precision: Precision) -> AnimationTexture:
-        clips = self._clips(step)
+    def _encode(self, stored: StoredFrames, precision: Precision) -> AnimationTexture:
+        clips = list(stored.clips)
         kwargs = dict(
             precision=precision,
             max_width=self.options.max_width,
             power_of_two=self.options.power_of_two,
             embed_metadata=self.options.embed_metadata,
         )
-        frames = [c.sample_frames() for c in clips]
         try:
             if self.kind is Kind.VERTEX:
                 base = self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
-                positions = [self._stack(ci, f, "positions") for ci, f in enumerate(frames)]
-                normals = [self._stack(ci, f, "normals") for ci, f in enumerate(frames)]
                 return encode_vertex_animation(
-                    base, positions, normals, clips, deform_factor=self._vertex_factor(), **kwargs
-                )
+                    base, stored["positions"], stored["normals"], clips, deform_factor=self._vertex_factor(),
+                    **kwargs,
+                )  # fmt: skip
             encoder = encode_bone_dq_animation if self.kind is Kind.BONE_DQ else encode_bone_matrix_animation
-            matrices = [self._stack(ci, f, "matrices") for ci, f in enumerate(frames)]
             auto = None
             if self.auto_profile is not None:
-                data = [self._stack(ci, f, "auto_bones") for ci, f in enumerate(frames)]
-                auto = AutoBake(self.auto_profile, data, self.parts[0].auto_rest.shape[1])
+                auto = AutoBake(self.auto_profile, stored["auto_bones"], self.parts[0].auto_rest.shape[1])
             return encoder(
-                matrices,
+                stored["matrices"],
                 clips,
                 self.bone_names,
                 bone_pivots=self.bone_pivots,
@@ -330,75 +369,72 @@ class TextureBake(Sampling):
             return None
         return self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
 
-    def report(self, texture: AnimationTexture) -> dict:
-        """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip;
-        bone kinds are skinned at :attr:`bone_factor` (its ``deform_factor``; VERTEX: ``None``, baked in)."""
-        with self._phase("report"):
-            report = verify.bake_report(
-                texture,
-                self.parts,
-                self.samples,
-                diagonal=self.diagonal,
-                bone_factor=self.bone_factor,
-                rest_items=self._rest_items,
-            )
+    def _reports(self, stored: StoredFrames, textures: list[AnimationTexture]):
+        """Generator returning the sidecar's ``error_report`` of each texture: every stored frame and every
+        halfway sample of every clip (:meth:`check`); bone kinds are skinned at :attr:`bone_factor` (its
+        ``deform_factor``; VERTEX: ``None``, baked in), and the gap to Blender's own evaluation is added."""
+        reports = yield from self.check(stored, textures)
         # VERTEX: baked in; Auto: the runtime's Auto factors (report["auto"])
-        report["deform_factor"] = None if self.kind is Kind.VERTEX or self.auto_profile else self.bone_factor
-        return with_oracle_gap(report, texture, self.samples)
-
-    def encoding_bound(self, texture: AnimationTexture) -> float:
-        """Largest position error quantisation alone causes at stored frames, in scene units."""
-        return verify.encoding_bound(texture, self.parts, self.samples)
+        factor_value = None if self.kind is Kind.VERTEX or self.auto_profile else self.bone_factor
+        for report, texture in zip(reports, textures):
+            report["deform_factor"] = factor_value
+            with_oracle_gap(report, texture, self.gaps)
+        return reports
 
     def _choose(self):
-        """Generator returning ``(texture, report, tried)``: the fixed encoding, or the tolerance search
-        (:func:`.core.animtex.encoding_candidates` order, sampling each step when first reached).
+        """Generator returning ``(stored frames, texture, report, tried)``: the fixed encoding, or the
+        tolerance search (:func:`.core.animtex.encoding_candidates` order among :attr:`plans`, sampling each
+        step when first reached and comparing all its precisions in one pass over its frames).
 
-        The search keeps only each candidate's report; the winner is encoded again (deterministic),
-        so at most one texture is held at a time. If later steps added samples that widen the
-        bounding box, the winner's report is recomputed so its percentages use the final diagonal.
+        The search keeps only each candidate's report and one step's stored frames; the winner is encoded
+        again (deterministic), its step sampled again if the search moved past it.
         """
         if self.options.tolerance <= 0:
-            yield from self._sample(self.frame_steps)
-            texture = self.encode(self.frame_steps[0], self.precision)
+            stored = yield from self.sample_stored(self.frame_steps[0])
+            texture = self.encode(stored, self.precision)
+            yield 0.5
+            (report,) = yield from self._reports(stored, [texture])
             yield 0.92
-            return texture, self.report(texture), ()
+            return stored, texture, report, ()
         tolerance = self.options.tolerance
-        reports: dict[tuple[float, Precision], tuple[dict, float]] = {}
+        reports: dict[tuple[float, Precision], dict] = {}
         tried: list[tuple[float, Precision, float]] = []
-        for step, precision in encoding_candidates(self.frame_steps):
-            yield from self._sample([step])
-            try:
-                texture = self.encode(step, precision)
-            except HybridSkinError:  # e.g. too tall at this step: not a candidate
-                tried.append((step, precision, float("inf")))
-                continue
-            reports[(step, precision)] = (self.report(texture), self.diagonal)
-            tried.append((step, precision, reports[(step, precision)][0]["overall"]["max"]))
+        stored = None
+        for step, precision in self.plans:  # encoding_candidates order
+            if (step, precision) not in reports:
+                stored = None  # one step's frames at a time
+                stored = yield from self.sample_stored(step)
+                textures = {p: self.encode(stored, p) for s, p in self.plans if s == step}
+                found = yield from self._reports(stored, list(textures.values()))
+                reports.update({(step, p): r for p, r in zip(textures, found)})
+                del textures
+            tried.append((step, precision, reports[(step, precision)]["overall"]["max"]))
             if tried[-1][2] <= tolerance:
                 break
         choice = pick_encoding(tolerance, tried)
         yield 0.92
-        if (choice.step, choice.precision) not in reports:
-            raise HybridSkinError("No frame step and precision can encode this animation: bake fewer actions")
         if not choice.met:
             self.warnings.append(
                 f"No encoding meets the tolerance {tolerance:g}; using the most accurate "
                 f"(step {choice.step:g}, {choice.precision.value}: max error {choice.max_error:.4g})"
             )
-        texture = self.encode(choice.step, choice.precision)
-        report, diagonal = reports[(choice.step, choice.precision)]
-        if diagonal != self.diagonal:
-            report = self.report(texture)
-        return texture, report, tuple((s, p.value, e) for s, p, e in choice.tried)
+        if stored.step != choice.step:
+            stored = None
+            stored = yield from self.sample_stored(choice.step)
+        texture = self.encode(stored, choice.precision)
+        return stored, texture, reports[(choice.step, choice.precision)], tuple(
+            (s, p.value, e) for s, p, e in choice.tried
+        )
 
     # -------------------------------------------------------------------------------- output
-    def _mesh_to_scene_scale(self, texture: AnimationTexture) -> float:
+    @staticmethod
+    def _mesh_to_scene_scale(stored: StoredFrames) -> float:
         """Scene units per mesh unit: the first mesh's largest axis scale at the first stored sample."""
-        world = self._stack(0, texture.clips[0].sample_frames()[:1], "world")[0, 0]
-        return float(np.linalg.norm(world[:3, :3], 2))
+        return float(np.linalg.norm(stored["world"][0][0, 0, :3, :3], 2))
 
-    def _write(self, texture: AnimationTexture, report: dict, tried: tuple) -> BakeResult:
+    def _write(
+        self, stored: StoredFrames, texture: AnimationTexture, report: dict, tried: tuple
+    ) -> BakeResult:
         attributes, written = self._attributes()
         ext = ".png" if texture.precision.normalized else ".exr"
         image_path = os.path.join(self.directory, self.stem + ext)
@@ -407,7 +443,7 @@ class TextureBake(Sampling):
             # Root motion (the first mesh's object matrix, not in the in-place texture) per clip.
             root_motion = []
             for ci, clip in enumerate(texture.clips):
-                world = self._stack(ci, clip.sample_frames(), "world")[:, 0]
+                world = stored["world"][ci][:, 0]
                 try:
                     root_motion.append(root_motion_track(world, cycle_end=self._cycle_end.get(ci)))
                 except ValueError as err:
@@ -421,7 +457,7 @@ class TextureBake(Sampling):
                 root_motion=root_motion,
                 unkeyed_bones="rest" if self.options.unkeyed_bones_at_rest else "scene",
                 factor=self.factor_record(),
-                mesh_to_scene_scale=self._mesh_to_scene_scale(texture),
+                mesh_to_scene_scale=self._mesh_to_scene_scale(stored),
                 options=self.options.record(),
             )
             write_files(
@@ -436,8 +472,7 @@ class TextureBake(Sampling):
             if self.options.export_gltf:
                 clips, babylon = texture.clips, None
                 if self.options.export_babylon:  # the sampled (not quantised) matrices
-                    stacks = [self._stack(i, c.sample_frames(), "matrices") for i, c in enumerate(clips)]
-                    babylon = (clips, stacks)
+                    babylon = (clips, stored["matrices"])
                 gltf_path, babylon_path = export_meshes(
                     self.parts, os.path.join(self.directory, self.stem), written,
                     None if self.kind is Kind.VERTEX else self.bone_names, babylon,

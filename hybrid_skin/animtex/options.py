@@ -170,6 +170,13 @@ class BakeOptions:
         "data on the mesh, so runtimes compute Auto per vertex (off: one runtime factor)",
         cli="--no-runtime-auto", cli_off=True,
     )
+    memory_budget: float = _option(
+        0.0, label="Memory Budget",
+        description="Most memory the bake may hold, in MiB (0: half of this machine's memory): a bake that "
+        "would hold more is refused before it plays a frame",
+        cli="--memory-budget", minimum=0.0, recorded=False,
+        rule="0 (half of this machine's memory) or a positive number of MiB",
+    )
     png_compression: int = _option(
         PNG_COMPRESSION, label="PNG Compression", description="Blender's PNG compression in percent",
         ui=False, minimum=0, maximum=100, recorded=False,

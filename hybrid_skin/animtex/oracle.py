@@ -17,14 +17,14 @@ planned stay within :data:`BUDGET` evaluations; beyond, every k-th sample (at le
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import bpy
 import numpy as np
 
 from .. import bridge
 from ..core.animtex.report import add_oracle_gap, position_errors
-from ..core.animtex.samples import FrameSample, Samples, clip_frames, frame_key
+from ..core.animtex.samples import FrameSample, clip_frames, frame_key
 from ..core.animtex.texture import AnimationTexture
 from ..rig import bind, stack
 from .scene import MeshPart
@@ -100,14 +100,15 @@ class OracleGap:
         return worst
 
 
-def with_oracle_gap(report: dict, texture: AnimationTexture, samples: Samples) -> dict:
+def with_oracle_gap(
+    report: dict, texture: AnimationTexture, gaps: Mapping[tuple[int, float], np.ndarray]
+) -> dict:
     """``report`` with the gap to Blender's own evaluation added to its maxima
-    (:func:`..core.animtex.report.add_oracle_gap`), measured at this texture's samples (or, where none of
-    them was measured, at every sample that was); unchanged when the bake measured none."""
+    (:func:`..core.animtex.report.add_oracle_gap`), measured at this texture's samples (``gaps``, keyed by
+    ``(clip, frame_key)``; or, where none of them was measured, at every sample that was); unchanged when
+    the bake measured none."""
     keys = {(ci, frame_key(f)) for ci, c in enumerate(texture.clips) for f in np.concatenate(clip_frames(c))}
-    measured = [samples[k].oracle for k in keys if samples[k].oracle is not None]
-    if not measured:
-        measured = [s.oracle for s in samples.values() if s.oracle is not None]
+    measured = [gap for key, gap in gaps.items() if key in keys] or list(gaps.values())
     if not measured:
         return report
     gap = np.max(measured, axis=0)

@@ -20,7 +20,15 @@ shape key and values stay. A point cache file stays on disk: it is the user's (n
 Refused (one sentence each, nothing changed): a mesh shared by several objects (a bake would deform
 them all), shape-key targets with Shape Key Lock on or absolute shape keys (relative keys would not
 play back), a point cache path relative to an unsaved file, a point cache Time Stretching slows past the
-Mesh Cache's Frame Scale limit, a frame outside Blender's range.
+Mesh Cache's Frame Scale limit, a frame outside Blender's range; and, before a frame is played, a bake
+larger than it can be (:func:`size_refusal`): more shape keys than a mesh holds, more memory than the
+budget (:func:`..core.budget.memory_budget`), a point cache larger than the free space of its folder. A
+frame whose skinning is not finite (NaN or infinity, e.g. a bone scaled by a driver gone wrong) stops the
+bake with the frame's number, as the texture bakes refuse it.
+
+Memory: shape keys hold every frame until they are written (the keys' own size); a point cache streams
+its frames to a temporary file beside the target (:class:`..core.pointcache.PointCacheWriter`), renamed
+into place when the last frame is in, so it holds one frame whatever the range.
 
 Time Stretching (``render.frame_map_old/new``) makes Blender evaluate animation, shape-key values and a
 Mesh Cache's sample at ``scene frame · old / new``: frames are sampled at scene frames (what the scene
@@ -29,14 +37,17 @@ shows) and keyed or scaled in that animation time (:func:`animation_time`), so t
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterator, Sequence
 
 import bpy
 import numpy as np
 
 from .. import bridge
 from ..core import pointcache
+from ..core.budget import MemoryBudget, bytes_text, memory_budget
 from ..errors import HybridSkinError
 from ..rig import baked, bind, checks, factor, setup, stack
 from ..rig.bake_record import BakeRecord
@@ -49,9 +60,13 @@ TARGETS = ("SHAPE_KEYS", "CURRENT", "PC2", "MDD")
 BLENDER_FRAMES = (-1048574, 1048574)
 #: The Mesh Cache modifier's largest Frame Scale (its RNA range).
 MAX_CACHE_FRAME_SCALE = 100.0
+#: The most shape keys a mesh holds: a key's Relative To is a 16-bit index into the key's blocks.
+MAX_SHAPE_KEYS = 32767
 
 
-def bake_frames(start: int, end: int, step: int) -> list[int]:
+def bake_frames(start: int, end: int, step: int) -> range:
+    """The frames a bake of ``start`` … ``end`` every ``step`` frames samples (a range: its length is known
+    before anything is built)."""
     if step <= 0:
         raise HybridSkinError(f"Frame step must be at least 1, got {step}")
     for frame in (start, end):
@@ -64,7 +79,54 @@ def bake_frames(start: int, end: int, step: int) -> list[int]:
         raise HybridSkinError(
             f"Frame range {start}–{end} is reversed: the end must not come before the start"
         )
-    return list(range(start, end + 1, step))
+    return range(start, end + 1, step)
+
+
+def _frames_text(frames: Sequence[int]) -> str:
+    step = frames[1] - frames[0] if len(frames) > 1 else 1
+    every = "every frame" if step == 1 else f"every {step}"
+    return f"Frames {frames[0]:,}–{frames[-1]:,} ({every}) are {len(frames):,}"
+
+
+def size_refusal(
+    obj: bpy.types.Object, target: str, frames: Sequence[int], budget: MemoryBudget, filepath: str = ""
+) -> str | None:
+    """Why a bake of ``frames`` to ``target`` is larger than it can be, in one sentence naming the frames
+    and what would fit; ``None`` when it fits. Counts only: nothing is sampled."""
+    points, count = len(obj.data.vertices), len(frames)
+    step = frames[1] - frames[0] if count > 1 else 1
+    if target in ("PC2", "MDD"):
+        size = pointcache.cache_bytes(target, points, count)
+        folder = os.path.dirname(filepath) or "."
+        free = shutil.disk_usage(folder).free
+        if size > free:
+            name = os.path.basename(filepath)
+            return (
+                f"{_frames_text(frames)} frames of {points:,} vertices: '{name}' would be {bytes_text(size)} "
+                f"and '{folder}' has {bytes_text(free)} free; free some space, choose another folder or bake "
+                "fewer frames"
+            )
+        return None
+    key = obj.data.shape_keys
+    have = len(key.key_blocks) if key is not None else 1  # the Basis the bake adds
+    room = MAX_SHAPE_KEYS - have
+    if count > room:
+        last = frames[0] + (room - 1) * step
+        wider = math.ceil((frames[-1] - frames[0]) / max(room - 1, 1))
+        return (
+            f"{_frames_text(frames)} shape keys for '{obj.name}', which has {have:,}: a mesh holds at most "
+            f"{MAX_SHAPE_KEYS:,} (a key's Relative To is a 16-bit index). Bake at most {room:,} frames: an "
+            f"End of at most {last:,}, or a Step of at least {wider:,}; or bake to a point cache"
+        )
+    held = 2 * 12 * points * count  # the frames held until written, then the keys themselves
+    if not budget.allows(held):
+        fits = max(1, budget.bytes // (24 * points))
+        return (
+            f"{_frames_text(frames)} shape keys of {points:,} vertices: the bake would hold about "
+            f"{bytes_text(held)} in memory, over the budget of {budget}; bake fewer frames (about {fits:,} "
+            "fit), or to a point cache, which streams its frames to the file"
+        )
+    return None
 
 
 def key_name(frame: int) -> str:
@@ -141,12 +203,16 @@ class Baker:
         context: bpy.types.Context,
         obj: bpy.types.Object,
         target: str,
-        frames: list[int],
+        frames: Sequence[int],
         filepath: str = "",
+        *,
+        memory_budget_mib: float = 0.0,
     ):
         self.context, self.obj, self.target, self.frames = context, obj, target, frames
         self.filepath = filepath
         self.mod = check(obj, target, filepath)
+        if not frames:
+            raise HybridSkinError("No frame to bake: the range is empty")
         if target in ("PC2", "MDD"):
             self.filepath = checks.absolute_path(filepath, "point cache")  # where the file is written
             # What the Mesh Cache modifier holds: a path relative to the .blend (``//``) stays relative, as
@@ -154,8 +220,12 @@ class Baker:
             self.cache_path = filepath if filepath.startswith("//") else self.filepath
             self._check_cache_speed(context.scene)
         factor.resolve(obj)  # a missing factor group is refused before anything changes
+        budget = memory_budget(memory_budget_mib)
+        if (why := size_refusal(obj, target, frames, budget, self.filepath)) is not None:
+            raise HybridSkinError(why)
         self.index = 0
-        self.results: list[np.ndarray] = []
+        self.results: list[np.ndarray] = []  # shape keys: each frame's displacement until they are written
+        self.cache: pointcache.PointCacheWriter | None = None  # point caches: frames go to the file
         self.record = BakeRecord(target=target, frames=list(frames))
         self.frame_before = (context.scene.frame_current, context.scene.frame_subframe)
 
@@ -206,6 +276,8 @@ class Baker:
             self.tail_flags = [(m, m.show_viewport, m.show_render) for m in tail]
             for m in tail:
                 m.show_viewport = False
+        if self.target in ("PC2", "MDD"):
+            self.cache = self._open_cache()
         self.record = BakeRecord(
             target=self.target,
             frames=list(self.frames),
@@ -221,19 +293,55 @@ class Baker:
         depsgraph = self.context.evaluated_depsgraph_get()
         bound = bind.cached_bind(self.obj, depsgraph)
         wanted = factor.resolve(self.obj, bound)
-        posed = bound.posed(depsgraph)
-        positions, _ = posed.skin(wanted.values(posed))
-        if self.target in ("SHAPE_KEYS", "CURRENT"):
-            positions = positions - bound.rest_positions  # only the skinning displacement
-        self.results.append(positions)
+        with np.errstate(all="ignore"):  # a pose gone infinite: refused below in one sentence, not warned
+            posed = bound.posed(depsgraph)
+            positions, _ = posed.skin(wanted.values(posed))
+        self._check_finite(frame, positions)
+        if self.cache is not None:
+            try:
+                self.cache.write(positions)
+            except OSError as err:  # a full disk, a share gone: one sentence (the bake is taken back)
+                raise self._write_error(err) from err
+        else:
+            self.results.append(positions - bound.rest_positions)  # only the skinning displacement
         self.index += 1
         return self.index >= len(self.frames)
+
+    def _check_finite(self, frame: int, positions: np.ndarray) -> None:
+        """A frame skinned to NaN or infinity stops the bake, as the texture bakes refuse it."""
+        bad = ~np.isfinite(positions).all(axis=1)
+        if bad.any():
+            raise HybridSkinError(
+                f"Frame {frame:,} of '{self.obj.name}' deforms {np.count_nonzero(bad):,} vertices to NaN or "
+                "infinity (a bone scaled to infinity, a driver or keyframe gone wrong): fix the pose at that "
+                "frame or leave it out of the range"
+            )
+
+    def _open_cache(self) -> pointcache.PointCacheWriter:
+        """The cache file, streamed: its header now (every count is known), each frame as it is sampled."""
+        start, step = self.frames[0], self.frame_step
+        render = self.context.scene.render
+        fps = render.fps / render.fps_base
+        times = (np.asarray(self.frames, dtype=np.float64) - start) / fps
+        try:
+            return pointcache.PointCacheWriter(
+                self.filepath, self.target, len(self.obj.data.vertices), len(self.frames),
+                start_frame=float(start), sample_rate=float(step), times=times,
+            )  # fmt: skip
+        except OSError as err:
+            raise self._write_error(err) from err
+
+    def _write_error(self, err: OSError) -> HybridSkinError:
+        reason = err.strerror or err
+        return HybridSkinError(f"Cannot write '{self.filepath}' ({reason}): choose a writable file")
 
     def _restore_tail(self) -> None:
         for m, viewport, render in getattr(self, "tail_flags", ()):
             m.show_viewport, m.show_render = viewport, render
 
     def cancel(self) -> None:
+        if self.cache is not None:
+            self.cache.discard()
         try:
             with bind.own_edits([self.obj]):
                 self._restore_tail()
@@ -269,18 +377,12 @@ class Baker:
         self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
 
     def _write_cache(self) -> None:
-        frames = np.stack(self.results)
         start, step = self.frames[0], self.frame_step
         try:
-            if self.target == "PC2":
-                pointcache.write_pc2(self.filepath, frames, float(start), float(step))
-            else:
-                fps = self.context.scene.render.fps / self.context.scene.render.fps_base
-                pointcache.write_mdd(self.filepath, frames, (np.array(self.frames) - start) / fps)
+            self.cache.commit()
         except OSError as err:
-            raise HybridSkinError(
-                f"Cannot write '{self.filepath}' ({err.strerror or err}): choose a writable file"
-            ) from err
+            self.cache.discard()
+            raise self._write_error(err) from err
         cache = self.obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
         self.record.cache_modifier = stack.modifier_ref(cache)
         cache.cache_format = self.target

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import EnumProperty, IntProperty, StringProperty
+from bpy.props import EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..operator_base import GuardedOperator, JobOperator, in_modes, refuse
 from ..rig import baked, checks
@@ -40,6 +40,14 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
         name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"},
         description="The .pc2 or .mdd file a point cache bake writes (shape key bakes write none)",
     )
+    memory_budget: FloatProperty(
+        name="Memory Budget",
+        description="Most memory a shape-key bake may hold, in MiB (0: half of this machine's memory): a "
+        "larger bake is refused before it plays a frame",
+        default=0.0,
+        min=0.0,
+        options={"SKIP_SAVE"},
+    )
 
     job_label = "baking"
     cancelled = "Bake cancelled: nothing was changed"
@@ -62,7 +70,10 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
             if not self.properties.is_property_set("frame_end"):
                 self.frame_end = scene.frame_end
             frames = baker.bake_frames(self.frame_start, self.frame_end, self.frame_step)
-        return baker.Baker(context, context.active_object, self.target, frames, self.filepath)
+        return baker.Baker(
+            context, context.active_object, self.target, frames, self.filepath,
+            memory_budget_mib=self.memory_budget,
+        )  # fmt: skip
 
     def job_done(self, context, job: baker.Baker) -> set[str]:
         self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}' ({self.target})")

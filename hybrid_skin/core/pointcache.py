@@ -8,7 +8,9 @@ MDD (big-endian): int32 frame count, int32 point count, float32 time of each fra
 ``frames × points × xyz`` float32.
 
 Files are written next to their destination and renamed into place, so a failed or cancelled
-write never leaves a partial cache behind.
+write never leaves a partial cache behind. A bake streams its frames (:class:`PointCacheWriter`): the
+header is written first (the frame count is known before sampling), then one frame at a time, so memory
+stays one frame's whatever the clip's length; :func:`cache_bytes` is the file's size before it is written.
 """
 
 from __future__ import annotations
@@ -19,22 +21,119 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["read_mdd", "read_pc2", "write_mdd", "write_pc2"]
+__all__ = [
+    "FORMATS",
+    "PointCacheWriter",
+    "cache_bytes",
+    "cache_layout",
+    "read_mdd",
+    "read_pc2",
+    "write_mdd",
+    "write_pc2",
+]
 
 PC2_SIGNATURE = b"POINTCACHE2\0"
+#: The formats, as the bake names them.
+FORMATS = ("PC2", "MDD")
+#: Both headers store counts as 32-bit signed integers.
+MAX_COUNT = 2**31 - 1
 
 
-def _write_atomically(path: str | os.PathLike, chunks: list[bytes]) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _header_bytes(fmt: str, frame_count: int) -> int:
+    return 32 if fmt == "PC2" else 8 + 4 * frame_count
+
+
+def cache_bytes(fmt: str, points: int, frame_count: int) -> int:
+    """The size of a ``fmt`` file of ``frame_count`` frames of ``points`` points."""
+    return _header_bytes(fmt, frame_count) + 12 * points * frame_count
+
+
+def cache_layout(data: bytes | Path, size: int | None = None) -> tuple[str, int, int] | None:
+    """``(format, points, frames)`` of a PC2 or MDD file whose header and size agree (``data``: its first
+    bytes, at least 32, and ``size`` its length in bytes), else ``None``: a file of another kind."""
+    head = bytes(data[:32])
+    if size is None:
+        size = len(data)
+    if len(head) >= 32 and head[:12] == PC2_SIGNATURE:
+        _version, points = np.frombuffer(head, "<i4", 2, 12)
+        (samples,) = np.frombuffer(head, "<i4", 1, 28)
+        if points >= 0 and samples >= 0 and size == cache_bytes("PC2", int(points), int(samples)):
+            return "PC2", int(points), int(samples)
+        return None
+    if len(head) >= 8:
+        count, points = (int(x) for x in np.frombuffer(head, ">i4", 2, 0))
+        if count > 0 and points > 0 and size == cache_bytes("MDD", points, count):
+            return "MDD", points, count
+    return None
+
+
+class PointCacheWriter:
+    """A ``fmt`` (``PC2`` or ``MDD``) file of ``frame_count`` frames of ``points`` points, written one frame
+    at a time (:meth:`write`) into a temporary file beside ``path``: :meth:`commit` renames it into place
+    once every frame is in, :meth:`discard` removes it (a cancelled or failed bake).
+
+    PC2 needs the first frame and the frames between samples (``start_frame``, ``sample_rate``); MDD each
+    frame's time in seconds (``times``)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        fmt: str,
+        points: int,
+        frame_count: int,
+        *,
+        start_frame: float = 0.0,
+        sample_rate: float = 1.0,
+        times: np.ndarray | None = None,
+    ):
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown point cache format {fmt!r}")
+        if not (0 < frame_count <= MAX_COUNT and 0 < points <= MAX_COUNT):
+            raise ValueError(
+                f"a point cache holds 1 to {MAX_COUNT} frames and points, got {frame_count} and {points}"
+            )
+        self.path, self.fmt, self.points, self.frame_count = Path(path), fmt, points, frame_count
+        self.written = 0
+        if fmt == "PC2":
+            header = PC2_SIGNATURE + np.array([1, points], "<i4").tobytes()
+            header += np.array([start_frame, sample_rate], "<f4").tobytes()
+            header += np.array([frame_count], "<i4").tobytes()
+            self.dtype = "<f4"
+        else:
+            times = np.asarray(times, dtype=np.float64)
+            if times.shape != (frame_count,):
+                raise ValueError("one time per frame is needed")
+            header = np.array([frame_count, points], ">i4").tobytes() + times.astype(">f4").tobytes()
+            self.dtype = ">f4"
+        fd, self.temporary = tempfile.mkstemp(prefix=".hs-", suffix=".partial", dir=self.path.parent)
+        self.file = os.fdopen(fd, "wb")
+        try:
+            self.file.write(header)
+        except BaseException:
+            self.discard()
+            raise
+
+    def write(self, positions: np.ndarray) -> None:
+        """The next frame's ``(points, 3)`` positions."""
+        positions = np.asarray(positions)
+        if positions.shape != (self.points, 3):
+            raise ValueError(f"a frame of this cache is ({self.points}, 3), got {positions.shape}")
+        if self.written >= self.frame_count:
+            raise ValueError(f"the cache holds {self.frame_count} frames")
+        self.file.write(np.ascontiguousarray(positions, dtype=self.dtype).tobytes())
+        self.written += 1
+
+    def commit(self) -> None:
+        """Rename the complete file into place (replacing what is there)."""
+        if self.written != self.frame_count:
+            raise ValueError(f"{self.written} of {self.frame_count} frames written")
+        self.file.close()
+        os.replace(self.temporary, self.path)
+
+    def discard(self) -> None:
+        """Remove the temporary file (nothing happens to ``path``)."""
+        self.file.close()
+        Path(self.temporary).unlink(missing_ok=True)
 
 
 def _check(frames: np.ndarray) -> np.ndarray:
@@ -44,16 +143,25 @@ def _check(frames: np.ndarray) -> np.ndarray:
     return frames
 
 
+def _write_all(writer: PointCacheWriter, frames: np.ndarray) -> None:
+    try:
+        for frame in frames:
+            writer.write(frame)
+        writer.commit()
+    except BaseException:
+        writer.discard()
+        raise
+
+
 def write_pc2(
     path: str | os.PathLike, frames: np.ndarray, start_frame: float, sample_rate: float = 1.0
 ) -> None:
     """Write ``frames (F, N, 3)`` positions sampled every ``sample_rate`` frames from ``start_frame``."""
     frames = _check(frames)
-    header = PC2_SIGNATURE + np.array([1, frames.shape[1]], "<i4").tobytes()
-    header += (
-        np.array([start_frame, sample_rate], "<f4").tobytes() + np.array([frames.shape[0]], "<i4").tobytes()
+    writer = PointCacheWriter(
+        path, "PC2", frames.shape[1], frames.shape[0], start_frame=start_frame, sample_rate=sample_rate
     )
-    _write_atomically(path, [header, np.ascontiguousarray(frames, dtype="<f4").tobytes()])
+    _write_all(writer, frames)
 
 
 def read_pc2(path: str | os.PathLike) -> tuple[np.ndarray, float, float]:
@@ -71,11 +179,7 @@ def read_pc2(path: str | os.PathLike) -> tuple[np.ndarray, float, float]:
 def write_mdd(path: str | os.PathLike, frames: np.ndarray, times: np.ndarray) -> None:
     """Write ``frames (F, N, 3)`` with each frame's time in seconds ``times (F,)``."""
     frames = _check(frames)
-    times = np.asarray(times, dtype=np.float64)
-    if times.shape != (frames.shape[0],):
-        raise ValueError("one time per frame is needed")
-    header = np.array([frames.shape[0], frames.shape[1]], ">i4").tobytes() + times.astype(">f4").tobytes()
-    _write_atomically(path, [header, np.ascontiguousarray(frames, dtype=">f4").tobytes()])
+    _write_all(PointCacheWriter(path, "MDD", frames.shape[1], frames.shape[0], times=times), frames)
 
 
 def read_mdd(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:

@@ -407,11 +407,11 @@ def test_tolerance_search_reaches_sub_frame_steps_and_samples_lazily(addon, anim
     (clip,) = job.result.metadata["clips"]
     assert clip["frame_step"] == 0.5 and clip["sample_rate"] == 48
     assert job.result.report["overall"]["max"] == pytest.approx(error)
-    assert {f for _, f in job.samples} == set().union(*(frames_of(s) for s in (8, 4, 3, 2, 1, 0.5)))
+    assert {f for _, f in job.evaluated} == set().union(*(frames_of(s) for s in (8, 4, 3, 2, 1, 0.5)))
     # A loose tolerance is met by the first candidate: only step 8's frames are ever sampled.
     loose = search(2.0)
     assert [t[:2] for t in loose.result.tried] == [(8, "PNG8")]
-    assert {f for _, f in loose.samples} == frames_of(8)
+    assert {f for _, f in loose.evaluated} == frames_of(8)
     assert loose.result.report["overall"]["max"] <= 2.0
 
 

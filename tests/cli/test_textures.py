@@ -207,3 +207,22 @@ def test_factor_mode_auto_carries_auto_in_a_bone_bake(addon, core, tmp_path):
     assert "deform factor 0.5 (GLOBAL, at runtime, from bake)" in done.stdout
     plain, _ = load_bake(core, tmp_path / "plain.json")
     assert "auto" not in plain and plain["options"]["runtime_auto"] is False
+
+
+def test_a_stray_key_is_refused_before_a_frame_is_played(addon, tmp_path):
+    """A key far out on the timeline: the command line refuses in one line naming the frame range and
+    what would fit, writes nothing, and exits 1 at once (its own clock, not the frames: a bake of
+    400,000 frames takes minutes)."""
+    arm = make_chain_armature("Rig", [1.0, 1.0])
+    obj = make_cylinder("Tube", rings=12, segments=12)
+    skin_to_chain(obj, arm)
+    action, blend = _keyed_bend_saved(arm, tmp_path)
+    arm.pose.bones["Bone1"].keyframe_insert("rotation_euler", frame=400_000)
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    out = tmp_path / "out"
+    failed = run_cli(str(blend), "--object", "Rig", "--actions", action, "--output", str(out))
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+    (line,) = failed.stderr.strip().splitlines()
+    assert line.startswith(f"error: '{action}' (frames 1–400,000) at frame step 1 are 400,000 stored samples")
+    assert "taller than the 16,384 rows" in line and "frame step of at least 24.42" in line, line
+    assert os.listdir(out) == []

@@ -163,13 +163,18 @@ def test_clear_bake_removes_the_modifier_and_leaves_the_file(addon, tmp_path, fm
 
 @pytest.mark.parametrize("fmt", ["PC2", "MDD"])
 def test_a_write_that_fails_is_a_sentence_and_changes_nothing(addon, tmp_path, monkeypatch, fmt):
-    """The folder looks writable but the write itself fails (PermissionError: a full disk, a share)."""
+    """The folder looks writable but the write itself fails half-way (PermissionError: a full disk, a
+    share): the frames stream to the file, so the failure comes with the third frame."""
     baker = importlib.import_module(addon.__name__ + ".bake.baker")
+    writer, real, calls = baker.pointcache.PointCacheWriter, baker.pointcache.PointCacheWriter.write, []
 
-    def fail(path, *args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(path))
+    def fail(self, positions):
+        calls.append(1)
+        if len(calls) == 3:
+            raise PermissionError(13, "Permission denied", str(self.path))
+        real(self, positions)
 
-    monkeypatch.setattr(baker.pointcache, f"write_{fmt.lower()}", fail)
+    monkeypatch.setattr(writer, "write", fail)
     arm, obj = rig()
     bpy.context.scene.frame_set(5)
     before = snapshot([tmp_path])
@@ -178,4 +183,5 @@ def test_a_write_that_fails_is_a_sentence_and_changes_nothing(addon, tmp_path, m
         target=fmt, frame_start=1, frame_end=6, filepath=str(tmp_path / f"x.{fmt.lower()}"),
     )
     same_as(before, [tmp_path], "after a failed write")
+    assert len(calls) == 3
     assert not obj.hybrid_skin.bake_state and "HybridSkin Cache" not in obj.modifiers

@@ -1,11 +1,14 @@
-"""What an animation texture bake samples: the truth at each frame of each clip, keyed by scene frame.
+"""What an animation texture bake samples: the encoder's input at the stored frames, and the truth.
 
-The Blender side fills a ``Samples`` dict while it plays the clips; the encoders read stored frames from
-it (:func:`stack_samples`) and the error report (:mod:`.verify`) reads stored and halfway frames.
+The Blender side fills a :class:`StoredFrames` while it plays the clips (what the encoder needs, in arrays
+allocated once at their final size), encodes it, then plays the clips again feeding the truth at every
+stored and halfway frame (:class:`FrameSample`) to the error report (:class:`.verify.ReportStream`) one
+sample at a time. ``Samples`` (truth keyed by scene frame) is for callers that have every sample at hand.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +16,7 @@ import numpy as np
 from .layout import Clip
 from .report import mid_samples
 
-__all__ = ["EXTREME_FACTORS", "FrameSample", "Samples", "clip_frames", "frame_key", "stack_samples"]
+__all__ = ["EXTREME_FACTORS", "FrameSample", "Samples", "StoredFrames", "clip_frames", "frame_key"]
 
 
 @dataclass
@@ -57,6 +60,32 @@ def clip_frames(clip: Clip) -> tuple[np.ndarray, np.ndarray]:
     return clip.sample_frames(), mids
 
 
-def stack_samples(samples: Samples, clip_index: int, frames: np.ndarray, what: str) -> np.ndarray:
-    """One field of the samples of clip ``clip_index`` at scene ``frames``, stacked on a new first axis."""
-    return np.stack([getattr(samples[(clip_index, frame_key(f))], what) for f in frames])
+class StoredFrames:
+    """The encoder's input at the stored frames of every clip at one frame step: per field, one array per
+    clip ``(frame_count, *shape)`` allocated once (what the bake keeps, :data:`.plan.KEPT_BYTES`), filled
+    one frame at a time by :meth:`put`."""
+
+    def __init__(self, clips: Sequence[Clip], fields: dict[str, tuple[tuple[int, ...], type]]):
+        self.clips = tuple(clips)
+        self.fields = {
+            name: [np.empty((c.frame_count, *shape), dtype) for c in self.clips]
+            for name, (shape, dtype) in fields.items()
+        }
+
+    @property
+    def step(self) -> float:
+        return self.clips[0].frame_step
+
+    def put(self, clip: int, index: int, **values: np.ndarray) -> None:
+        for name, value in values.items():
+            self.fields[name][clip][index] = value
+
+    def __getitem__(self, name: str) -> list[np.ndarray]:
+        """One field's arrays, one per clip."""
+        return self.fields[name]
+
+    def truth(self, clip: int, index: int) -> FrameSample:
+        """The truth at stored frame ``index`` of ``clip`` (VERTEX: the positions and normals kept)."""
+        f = self.fields
+        positions, normals = f["positions"][clip][index], f["normals"][clip][index]
+        return FrameSample(positions, normals, None, f["world"][clip][index])

@@ -3,11 +3,11 @@
 Numpy only: the Blender side (``hybrid_skin.animtex``) hands in the baked meshes as :class:`BakedPart`
 (any object with these fields) and the samples it took (:mod:`.samples`).
 
-Owns: decoding a texture back to positions and normals per mesh (a few samples at a time, to bound
-memory; each ``VERTEX`` frame band once, see :func:`.decode.stream_vertex_frames`), the
-truth's bounding-box diagonal in scene units, the bound quantisation alone allows
-(:func:`encoding_bound`), and the sidecar's ``error_report`` over every stored and halfway frame
-(:func:`bake_report`). Frames stream through :class:`.report.ErrorAccumulator`: errors
+Owns: decoding a texture back to positions and normals per mesh, the truth's bounding-box diagonal in
+scene units, the bound quantisation alone allows (:func:`quantisation_bound`), and the sidecar's
+``error_report`` over every stored and halfway frame (:class:`ReportStream`, fed one sample at a time, so
+a bake keeps no pose for it; :func:`bake_report` for samples at hand). Frames stream through
+:class:`.report.ErrorAccumulator`: errors
 are the mesh-local differences mapped by each mesh's object matrix at the sampled frame (translation
 cancels), so no frame is ever moved to scene space as a whole.
 """
@@ -26,31 +26,31 @@ from .decode import (
     bone_frame_palette,
     decode_bone_frames,
     decode_vertex_frames,
-    stream_vertex_frames,
+    frame_values,
+    lerp_values,
+    vertex_from_values,
 )
-from .layout import Kind
+from .layout import Kind, frame_pair
 from .quantize import error_bound
-from .report import ErrorAccumulator, error_report, mid_samples, normal_angles, position_errors
-from .samples import EXTREME_FACTORS, Samples, clip_frames, frame_key
+from .report import ErrorAccumulator, error_report, normal_angles, position_errors
+from .samples import EXTREME_FACTORS, FrameSample, Samples, clip_frames, frame_key
 from .texture import AnimationTexture
 
 __all__ = [
-    "DECODE_CHUNK",
+    "HALVES",
     "BakedPart",
+    "ReportStream",
     "bake_report",
     "decode",
     "encoding_bound",
     "non_rigid_warning",
+    "quantisation_bound",
     "scene_diagonal",
 ]
 
 #: ``non_rigid_residual`` above which a bake warns: Blender's own test for a scaled bone in Preserve
 #: Volume (a scale differing from 1 by 1e-4), so float32 noise of a rigid rig stays quiet.
 NON_RIGID_WARNING = 1e-4
-
-#: Vertices x samples decoded at once for the error report (bounds the decoders' working memory).
-DECODE_CHUNK = 1 << 18
-
 
 class BakedPart(Protocol):
     """One baked mesh: its own coordinates and normals, its slice ``start:stop`` of the concatenated
@@ -168,7 +168,18 @@ def _skinned(
 
 
 def encoding_bound(texture: AnimationTexture, parts: list[BakedPart], sampled: Samples) -> float:
-    """Largest position error quantisation alone causes at stored frames, in scene units.
+    """Largest position error quantisation alone causes at stored frames, in scene units (see
+    :func:`quantisation_bound`), for truth ``sampled`` at once."""
+    scale = max(float(np.linalg.norm(s.world[:, :3, :3], 2, axis=(1, 2)).max()) for s in sampled.values())
+    largest = max(float(np.abs(s.positions).max()) for s in sampled.values())
+    return quantisation_bound(texture, parts, scale, largest)
+
+
+def quantisation_bound(
+    texture: AnimationTexture, parts: list[BakedPart], scale: float, largest: float
+) -> float:
+    """Largest position error quantisation alone causes at stored frames, in scene units, for meshes whose
+    object matrices scale by at most ``scale`` and whose truth's coordinates reach ``largest``.
 
     VERTEX: the length of the per-axis bound. Bone kinds: first order in the bone errors,
     ``max_v sum_k w_k (e_lin,k |p - c_k| + e_u,k)``, with ``e_lin`` the Frobenius bound of the
@@ -182,9 +193,8 @@ def encoding_bound(texture: AnimationTexture, parts: list[BakedPart], sampled: S
         texture.decode_scale,
         texture.precision,
     )
-    scale = max(float(np.linalg.norm(s.world[:, :3, :3], 2, axis=(1, 2)).max()) for s in sampled.values())
     # float32 skinning and decoding round a few times at the size of the coordinates
-    arithmetic = 2.0**-20 * max(float(np.abs(s.positions).max()) for s in sampled.values()) * scale
+    arithmetic = 2.0**-20 * largest * scale
     if texture.kind is Kind.VERTEX:
         return float(np.linalg.norm(eb[0, 0, :3])) * scale + arithmetic
     if texture.kind is Kind.BONE_MATRIX:
@@ -206,45 +216,146 @@ def _vertex_rest(parts: list[BakedPart], rest_items: np.ndarray | None) -> np.nd
     return parts[0].base if len(parts) == 1 else np.concatenate([p.base for p in parts])
 
 
-#: What the report's sample iterators yield: name, index, positions, normals, ends, Auto factors (float32)
-#: and the same in float64 (see :func:`_skinned`).
-_Decoded = tuple[str, int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]
+#: The two halves of a clip's report: stored frames and the samples halfway between them.
+HALVES = ("frames", "mid_frames")
 
 
-def _vertex_samples(
-    texture: AnimationTexture, parts: list[BakedPart], clip: int, rest_items: np.ndarray | None = None
-) -> Iterator[_Decoded]:
-    """``(name, index, positions, normals, None, None, None)`` of a ``VERTEX`` texture at every stored
-    frame and every halfway sample, interleaved so that each frame band is decoded once (the values
-    :func:`decode` gives)."""
-    c = texture.clips[clip]
-    base = _vertex_rest(parts, rest_items)
-    names = {"frame": "frames", "sample": "mid_frames"}
-    for kind, j, positions, normals in stream_vertex_frames(
-        texture, base, clip, mid_samples(c.frame_count, c.loop)
+class ReportStream:
+    """The sidecar's ``error_report`` of one texture, fed the truth one sample at a time (:meth:`add`), so
+    a bake keeps no pose for it: memory stays one sample's, whatever the frames.
+
+    Each sample is decoded as the shaders do and compared with the truth: positions in scene units (the
+    mesh-local difference mapped by the mesh's object matrix at that sample) and normals by angle. The
+    bounding-box diagonal (the report's 100%) is the truth's over every sample added. Each accumulator
+    adds its batches in frame order, stored frames before halfway ones in the overall figures, so the sums
+    do not depend on the order samples come in. Bone kinds whose samples carry the truth at
+    :data:`EXTREME_FACTORS` are also measured there (``by_deform_factor``): positions are affine in the
+    factor, so each decoded sample is skinned once and its two terms are the playback at factors 0 and 1.
+    A texture that carries Auto is measured with its runtime Auto factors against the truth skinned with
+    the core's (the samples' ``auto_factors``), and ``auto`` bounds the distance between the two factors
+    for any runtime that computes them in float32: the runtime's factors without rounding (float64, the
+    formula's exact value at the decoded data) to the core's, plus float32's own rounding of them at that
+    vertex and sample (``|f32 - f64|``, which a GPU's order of operations changes but does not grow: the
+    formula amplifies rounding near a vanishing swing).
+    """
+
+    def __init__(
+        self,
+        texture: AnimationTexture,
+        parts: list[BakedPart],
+        *,
+        bone_factor: float,
+        rest_items: np.ndarray | None = None,
+        ends: bool = True,
     ):
-        yield names[kind], j, positions, normals, None, None, None
+        self.texture, self.parts, self.bone_factor = texture, parts, bone_factor
+        self.bones = texture.kind is not Kind.VERTEX
+        self.ends = self.bones and ends
+        self.bindings = [_report_binding(p) for p in parts] if self.bones else None
+        self.rest = None if self.bones else _vertex_rest(parts, rest_items)
+        self.auto = texture.auto is not None
+        def halves(keep: bool = True) -> dict[str, ErrorAccumulator]:
+            return {name: ErrorAccumulator(keep_batches=keep) for name in HALVES}
 
+        self.errors = [halves(False) for _ in texture.clips]
+        self.angles = [halves() for _ in texture.clips]
+        self.extreme = [halves() for _ in EXTREME_FACTORS]
+        self.factor_errors = halves()
+        self.low, self.high = np.full(3, np.inf), np.full(3, -np.inf)
+        self.scale = 0.0  # largest object-matrix scale over the samples
+        self.largest = 0.0  # largest truth coordinate
+        self._bands: dict[tuple[int, int], np.ndarray] = {}  # VERTEX: the last decoded frame bands
 
-def _bone_samples(
-    texture: AnimationTexture, parts: list[BakedPart], clip: int, bone_factor: float, ends: bool
-) -> Iterator[_Decoded]:
-    """``(name, index, positions, normals, ends, auto factors, exact auto factors)`` of a bone texture at
-    every stored frame, then every halfway sample, a few palettes decoded at a time (``ends``, factors: see
-    :func:`_skinned`)."""
-    c = texture.clips[clip]
-    step = max(1, DECODE_CHUNK // sum(len(p.base) for p in parts))
-    bindings = [_report_binding(p) for p in parts]
-    for name, samples in (
-        ("frames", np.arange(c.frame_count, dtype=np.float64)),
-        ("mid_frames", mid_samples(c.frame_count, c.loop)),
-    ):
-        for at in range(0, len(samples), step):
-            chunk = samples[at : at + step]
-            exact = texture.auto is not None
-            decoded = _skinned(texture, parts, bindings, clip, chunk, bone_factor, ends, exact)
-            for j, skinned in enumerate(decoded):
-                yield (name, at + j, *skinned)
+    def _band(self, clip: int, frame: int) -> np.ndarray:
+        """A VERTEX frame band's decoded values, kept while the next samples still read it: samples added
+        in time order decode each band once."""
+        key = (clip, int(frame))
+        if key not in self._bands:
+            if len(self._bands) >= 2:
+                del self._bands[next(iter(self._bands))]
+            self._bands[key] = frame_values(self.texture, clip, np.array([frame]), count=3)[0]
+        return self._bands[key]
+
+    def _decoded(self, clip: int, sample: float) -> tuple:
+        """Positions, normals, positions at the extreme factors, Auto factors (float32, float64), as
+        :func:`decode` gives them."""
+        at = np.array([sample], dtype=np.float64)
+        if not self.bones:
+            c = self.texture.clips[clip]
+            f0, f1, alpha = frame_pair(c.frame_count, c.loop, at)
+            values = self._band(clip, f0[0])
+            if alpha[0]:
+                values = lerp_values(values, self._band(clip, f1[0]).copy(), alpha)
+            positions, normals = vertex_from_values(values, self.rest)
+            return positions, normals, None, None, None
+        skinned = _skinned(
+            self.texture, self.parts, self.bindings, clip, at, self.bone_factor, self.ends, self.auto
+        )
+        return next(iter(skinned))
+
+    def add(self, clip: int, half: str, index: int, truth: FrameSample) -> None:
+        """Compare the texture with ``truth`` at stored frame ``index`` of ``clip`` (``half``
+        ``"frames"``), or halfway after it (``"mid_frames"``)."""
+        sample = float(index) if half == "frames" else index + 0.5
+        got_p, got_n, got_ends, got_factors, exact_factors = self._decoded(clip, sample)
+        if self.auto:
+            if truth.auto_factors is None:
+                raise ValueError("the texture carries Auto: the samples need the core's Auto factors")
+            rounding = np.abs(got_factors - exact_factors)
+            self.factor_errors[half].add(np.abs(exact_factors - truth.auto_factors) + rounding)
+        ends = self.ends and truth.extremes is not None
+        for i, p in enumerate(self.parts):
+            part = slice(p.start, p.stop)
+            linear = truth.world[i, :3, :3]
+            self.errors[clip][half].add(position_errors(truth.positions[part], got_p[part], linear))
+            if ends:
+                for index_, acc in enumerate(self.extreme):
+                    true_end, got_end = truth.extremes[index_][part], got_ends[index_][part]
+                    acc[half].add(position_errors(true_end, got_end, linear))
+            self._extend_bounds(truth.positions[part], truth.world[i])
+        self.angles[clip][half].add(normal_angles(truth.normals, got_n))
+
+    def _extend_bounds(self, points: np.ndarray, world: np.ndarray) -> None:
+        self.largest = max(self.largest, float(np.abs(points).max(initial=0.0)))
+        self.scale = max(self.scale, float(np.linalg.norm(world[:3, :3], 2)))
+        if not np.array_equal(world, np.eye(4)):
+            points = points.astype(np.float64) @ world[:3, :3].T + world[:3, 3]
+        # per column: numpy reduces an (N, 3) array along axis 0 ~20x slower
+        self.low = np.minimum(self.low, [points[:, k].min() for k in range(3)])
+        self.high = np.maximum(self.high, [points[:, k].max() for k in range(3)])
+
+    @property
+    def diagonal(self) -> float:
+        """Bounding-box diagonal of the truth at every sample added, in scene units."""
+        return float(np.linalg.norm(self.high - self.low)) if np.all(self.high >= self.low) else 0.0
+
+    def report(self, diagonal: float | None = None) -> dict:
+        """The ``error_report`` (percentages of ``diagonal``, by default :attr:`diagonal`)."""
+        diagonal = self.diagonal if diagonal is None else diagonal
+        clips = []
+        for clip, errors, angles in zip(self.texture.clips, self.errors, self.angles):
+            mids = errors["mid_frames"]
+            angle = ErrorAccumulator.chain(angles["frames"], angles["mid_frames"])
+            clips.append(
+                {
+                    "name": clip.name,
+                    "frames": errors["frames"].stats(diagonal),
+                    "mid_frames": mids.stats(diagonal) if mids.count else None,
+                    "normal_angle_deg": angle.stats(),
+                }
+            )
+        bound = quantisation_bound(self.texture, self.parts, self.scale, self.largest)
+        report = error_report(clips, diagonal=diagonal, encoding_bound=bound)
+        if self.auto:
+            factors = dict(self.factor_errors)
+            factors["overall"] = ErrorAccumulator.chain(*self.factor_errors.values())
+            stats = {name: acc.stats() if acc.count else None for name, acc in factors.items()}
+            report["auto"] = {"profile": self.texture.auto.profile, "factor": stats}
+        if self.ends and any(acc["frames"].count for acc in self.extreme):
+            report["by_deform_factor"] = _extreme_stats(self.extreme, diagonal)
+            worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]
+            report["any_deform_factor_max"] = max(s["max"] for s in worst if s is not None)
+        return report
 
 
 def _extreme_stats(errors: list[dict[str, ErrorAccumulator]], diagonal: float) -> list[dict]:
@@ -268,70 +379,15 @@ def bake_report(
     bone_factor: float,
     rest_items: np.ndarray | None = None,
 ) -> dict:
-    """The sidecar's ``error_report``: every stored frame and every halfway sample of every clip.
-
-    Samples may come in any order (``VERTEX`` interleaves stored and halfway ones); each accumulator
-    still adds its batches in frame order, stored frames before halfway ones, so the sums are the same.
-    Bone kinds whose samples carry the truth at :data:`EXTREME_FACTORS` are also measured there
-    (``by_deform_factor``): positions are affine in the factor, so each decoded sample is skinned once
-    and its two terms are the playback at factors 0 and 1. A texture that carries Auto is measured with
-    its runtime Auto factors against the truth skinned with the core's (the samples' ``auto_factors``),
-    and ``auto`` bounds the distance between the two factors for any runtime that computes them in float32:
-    the runtime's factors without rounding (float64, the formula's exact value at the decoded data) to the
-    core's, plus float32's own rounding of them at that vertex and sample (``|f32 - f64|``, which a GPU's
-    order of operations changes but does not grow: the formula amplifies rounding near a vanishing swing).
-    """
-    bones = texture.kind is not Kind.VERTEX
-    ends = bones and all(s.extremes is not None for s in sampled.values())
-    extreme = [
-        {name: ErrorAccumulator(keep_batches=True) for name in ("frames", "mid_frames")}
-        for _ in EXTREME_FACTORS
-    ]
-    auto = texture.auto is not None
-    factor_errors = {name: ErrorAccumulator(keep_batches=True) for name in ("frames", "mid_frames")}
-    clips = []
+    """The sidecar's ``error_report`` from truth ``sampled`` at every stored frame and halfway sample of
+    every clip, all at hand (a :class:`ReportStream` fed them in order; percentages of ``diagonal``)."""
+    ends = all(s.extremes is not None for s in sampled.values())
+    stream = ReportStream(texture, parts, bone_factor=bone_factor, rest_items=rest_items, ends=ends)
     for ci, clip in enumerate(texture.clips):
-        frames = dict(zip(("frames", "mid_frames"), clip_frames(clip)))
-        errors = {name: ErrorAccumulator() for name in frames}
-        angles = {name: ErrorAccumulator(keep_batches=True) for name in frames}
-        if bones:
-            decoded = _bone_samples(texture, parts, ci, bone_factor, ends)
-        else:
-            decoded = _vertex_samples(texture, parts, ci, rest_items)
-        for name, j, got_p, got_n, got_ends, got_factors, exact_factors in decoded:
-            truth = sampled[(ci, frame_key(frames[name][j]))]
-            if auto:
-                if truth.auto_factors is None:
-                    raise ValueError("the texture carries Auto: the samples need the core's Auto factors")
-                rounding = np.abs(got_factors - exact_factors)
-                factor_errors[name].add(np.abs(exact_factors - truth.auto_factors) + rounding)
-            for i, p in enumerate(parts):
-                part = slice(p.start, p.stop)
-                linear = truth.world[i, :3, :3]
-                errors[name].add(position_errors(truth.positions[part], got_p[part], linear))
-                if ends:
-                    for index, acc in enumerate(extreme):
-                        true_end, got_end = truth.extremes[index][part], got_ends[index][part]
-                        acc[name].add(position_errors(true_end, got_end, linear))
-            angles[name].add(normal_angles(truth.normals, got_n))
-        clips.append(
-            {
-                "name": clip.name,
-                "frames": errors["frames"].stats(diagonal),
-                "mid_frames": errors["mid_frames"].stats(diagonal) if len(frames["mid_frames"]) else None,
-                "normal_angle_deg": ErrorAccumulator.chain(angles["frames"], angles["mid_frames"]).stats(),
-            }
-        )
-    report = error_report(clips, diagonal=diagonal, encoding_bound=encoding_bound(texture, parts, sampled))
-    if auto:
-        factor_errors["overall"] = ErrorAccumulator.chain(*factor_errors.values())
-        stats = {name: acc.stats() if acc.count else None for name, acc in factor_errors.items()}
-        report["auto"] = {"profile": texture.auto.profile, "factor": stats}
-    if ends:
-        report["by_deform_factor"] = _extreme_stats(extreme, diagonal)
-        worst = [report["overall"]] + [e["overall"] for e in report["by_deform_factor"]]
-        report["any_deform_factor_max"] = max(s["max"] for s in worst if s is not None)
-    return report
+        for half, frames in zip(HALVES, clip_frames(clip)):
+            for j, frame in enumerate(frames):
+                stream.add(ci, half, j, sampled[(ci, frame_key(frame))])
+    return stream.report(diagonal)
 
 
 def non_rigid_warning(texture: AnimationTexture) -> str | None:
