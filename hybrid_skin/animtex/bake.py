@@ -66,21 +66,24 @@ from ..core.animtex.plan import TexturePlan
 from ..core.animtex.samples import StoredFrames
 from ..core.budget import memory_budget
 from ..errors import HybridSkinError
-from ..rig import bind, factor, mesh_bind
+from ..rig import bind
 from ..rig.state import hold
 from . import bounds
 from .corners import CornerItems
-from .export import check_names, export_meshes
+from .export import check_exporter, check_names, check_placement, write_babylon, write_gltf
+from .factors import Factors
 from .files import (
     VERTEX_ATTRIBUTES,
+    MeshDataBackup,
     bone_attributes,
     check_directory,
     check_mesh_data,
-    write_files,
+    write_image,
     write_mesh_data,
 )
 from .options import AUTO_STEPS, MIN_FRAME_STEP, PHASES, BakeOptions, BakeResult, option_enum
 from .oracle import OracleGap, with_oracle_gap
+from .outputs import Source, Transaction, default_stem, plan_outputs
 from .sampling import Sampling
 from .scene import (
     AnimationState,
@@ -88,16 +91,18 @@ from .scene import (
     compatible_actions,
     find_target,
     mesh_parts,
-    object_settings,
     resolve_actions,
     rigid_warning,
-    runtime_auto_profile,
 )
-from .summary import store_summary
+from .summary import last_summary, store_summary
+from .tail import TailBake, tail_warning, tails
 
 __all__ = ["MIN_FRAME_STEP", "PHASES", "BakeOptions", "BakeResult", "TextureBake", "bake"]
 
-class TextureBake(Sampling):
+#: How a failed write ends its sentence: the transaction put back the folder and the meshes.
+UNCHANGED = "; nothing was changed: the folder and the meshes are as they were"
+
+class TextureBake(Sampling, Factors):
     """One bake: validate in ``__init__`` (raises :class:`HybridSkinError`), then exhaust :meth:`run`."""
 
     def __init__(
@@ -115,7 +120,8 @@ class TextureBake(Sampling):
         self.fps = self.scene.render.fps / self.scene.render.fps_base
         options.validate()
         self.directory = check_directory(options.directory)
-        self.stem = bpy.path.clean_name(options.file_name or f"{obj.name}_{self.kind.value.lower()}")
+        given = bpy.path.clean_name(options.file_name) if options.file_name else ""
+        self.stem = given or default_stem(obj.name, self.kind.value)
         self.frame_steps = AUTO_STEPS if options.tolerance > 0 else (options.frame_step,)
         if options.export_gltf and not options.write_mesh_data:
             raise HybridSkinError("The glTF export carries the mesh data: turn Mesh Data on to export glTF")
@@ -127,9 +133,12 @@ class TextureBake(Sampling):
         self.parts = mesh_parts(meshes, single_user=options.write_mesh_data)
         if options.write_mesh_data:
             check_mesh_data(self.parts, self.kind)  # refused before anything is written
+        self.warnings: list[str] = []
+        #: Meshes without Hybrid Skin: the factor Blender shows them at (their Armature modifier's).
+        self._shown = self.shown_factors()
         for part in self.parts:  # a bad number or mode, or a missing factor group: refused before sampling
             self._factor(part.obj)
-        self.warnings: list[str] = [
+        self.warnings += [
             f"Action '{a.name}' keys none of the bones of '{self.armature.name}': "
             "its clip holds still (the bones as the scene poses them)"
             for a in self.actions
@@ -139,15 +148,28 @@ class TextureBake(Sampling):
             self.warnings.append(left_out)
         #: The round Auto profile a bone texture carries (its meshes in factor mode Auto), else None.
         self.auto_profile = self._runtime_auto()
+        self.one_factor_warnings()
         if self.auto_profile and options.export_babylon:
             self.warnings.append(
                 "Babylon.js's own player plays LBS only: the Auto this texture carries plays in the three.js "
                 "runtime and the shader ports, not in Babylon.js"
             )
-        if options.export_gltf:  # before anything is written: the export's names must be free
+        if options.export_gltf:  # before anything is written: the exporter, its names, the placement
+            check_exporter()
             check_names(self.parts, self._attributes()[1])
+            if self.kind is not Kind.VERTEX:
+                check_placement(self.parts)
         # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
         self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
+        #: VERTEX: the meshes whose own modifiers after the Armature modifier Blender applies to the
+        #: skinning at every sample (:mod:`.tail`), by part index.
+        self.tails: dict[int, TailBake] = {}
+        if self.kind is Kind.VERTEX:
+            found, said = tails(self.parts, bpy.context.evaluated_depsgraph_get())
+            self.tails = {i: TailBake(self.parts[i], names) for i, names in found.items()}
+            self.warnings += said
+        elif (cannot := tail_warning(self.parts)) is not None:
+            self.warnings.append(cannot)
         self.timings: dict[str, float] = defaultdict(float)
         self.result: BakeResult | None = None
         # Bone kinds: the palette (names, mesh-space pivots, whether the identity rest bone is in it).
@@ -158,6 +180,14 @@ class TextureBake(Sampling):
             self._prepare_bones(bpy.context.evaluated_depsgraph_get())
         #: What each (frame step, precision) the bake may encode will be, checked before any frame is played.
         self.plans = self._plan()
+        #: Its files: the names checked, and what it may replace there (its own previous bake only).
+        endings = tuple(dict.fromkeys(".png" if p.normalized else ".exr" for _, p in self.plans))
+        own = last_summary(obj)
+        self.outputs = plan_outputs(
+            self.directory, self.stem, image_endings=endings, gltf=options.export_gltf,
+            babylon=options.export_babylon, source=Source(obj.name, bpy.data.filepath, self.kind.value),
+            own_sidecar=own.sidecar if own is not None else None, replace=options.replace_files,
+        )  # fmt: skip
         # While :meth:`steps` samples: the armature's animation state (restored at the end), the clip
         # playing, the progress scale, Blender's own evaluation at the frames measured (the report's
         # oracle gap), the first mesh's world matrix at each looping clip's end frame (root motion), and
@@ -180,59 +210,11 @@ class TextureBake(Sampling):
             self.timings[name] += time.perf_counter() - start
 
     # --------------------------------------------------------------------------------- setup
-    def _factor(self, obj: bpy.types.Object, bound=None, override=None) -> factor.DeformFactor:
-        """``obj``'s deform factor with the options' number and mode in place of its own, where given."""
-        opts = self.options
-        return factor.resolve(obj, bound, override, value=opts.deform_factor, mode=opts.factor_mode)
-
-    @property
-    def bone_factor(self) -> float:
-        """Runtime deform factor of the bone kinds: the option's number, else the first mesh's slider."""
-        if self.options.deform_factor is not None:
-            return float(self.options.deform_factor)
-        return factor.global_value(self.parts[0].obj)
-
-    def _runtime_auto(self) -> str | None:
-        """The Auto profile a bone texture carries (:func:`.scene.runtime_auto_profile`); a warning when
-        some mesh is in Auto but the texture cannot carry it."""
-        if self.kind is Kind.VERTEX or not self.options.runtime_auto:
-            return None
-        modes = self._factor_modes()
-        if "AUTO" not in modes:
-            return None
-        names = [p.obj.name for p in self.parts]
-        profiles = [mesh_bind.auto_profile(p.obj) for p in self.parts]
-        profile, why = runtime_auto_profile(names, modes, profiles)
-        if why is not None:
-            self.warnings.append(why)
-        return profile
-
     def _attributes(self) -> tuple[dict[str, str], list[str]]:
         """The sidecar's ``mesh_attributes`` and every attribute the bake writes on the meshes."""
         if self.kind is Kind.VERTEX:
             return dict(VERTEX_ATTRIBUTES), list(VERTEX_ATTRIBUTES.values())
         return bone_attributes(vertex_floats() if self.auto_profile else 0)
-
-    def _factor_modes(self) -> list[str]:
-        """Each mesh's factor mode: the option's, else the object's own (Global without settings)."""
-        own = [getattr(object_settings(p.obj), "factor_mode", "GLOBAL") for p in self.parts]
-        return [self.options.factor_mode or mode for mode in own]
-
-    def factor_record(self) -> dict:
-        """The sidecar's ``deform_factor`` mode and source: what the texture plays and where it came from."""
-        if self.kind is Kind.VERTEX:
-            modes = set(self._factor_modes())
-        else:
-            modes = {"AUTO" if self.auto_profile else "GLOBAL"}
-        given = self.options.deform_factor is not None or self.options.factor_mode is not None
-        return {"mode": modes.pop() if len(modes) == 1 else "MIXED", "source": "bake" if given else "object"}
-
-    def _vertex_factor(self) -> float | None:
-        """The factor baked into a VERTEX texture when it is one number for every mesh, else ``None``."""
-        if any(mode != "GLOBAL" for mode in self._factor_modes()):
-            return None
-        values = {self._factor(part.obj).value for part in self.parts}
-        return values.pop() if len(values) == 1 else None
 
     def _plan(self) -> dict[tuple[float, Precision], TexturePlan]:
         """The texture of every (frame step, precision) the bake may encode, from counts alone; refused in
@@ -294,7 +276,7 @@ class TextureBake(Sampling):
         self._planned = max(
             1, sum(p.checked_samples + twice * p.stored_samples for p in per_step.values())
         )
-        self._oracle = OracleGap(self.parts, self._planned, self.kind is not Kind.VERTEX)
+        self._oracle = OracleGap(self.parts, self._planned, self.kind is not Kind.VERTEX, skip=self.tails)
         # Held: the rig's handlers must not mend the setups of the meshes while the bake hides and shows
         # their modifiers (Hybrid Skin's DQS part follows the Armature modifier's visibility: shown with it
         # for the oracle's LBS, it made Blender's "LBS" the hybrid).
@@ -303,7 +285,10 @@ class TextureBake(Sampling):
                 # Hiding and showing the modifiers is not an edit of what a bind read (edits made before, e.g.
                 # weights by a script, are evaluated first and mark their binds).
                 with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
-                    self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts])
+                    keep = {t.obj.name: t.names for t in self.tails.values()}
+                    self._anim.hide_deformation([(p.obj, p.modifier) for p in self.parts], keep)
+                    for tail in self.tails.values():
+                        tail.set_up()
                     self._anim.set_frame(self.scene.frame_current)
                 stored, texture, report, tried = yield from self._choose()
                 if (lost := verify.non_rigid_warning(texture)) is not None:
@@ -312,6 +297,8 @@ class TextureBake(Sampling):
                     self._cycle_end = self._loop_end_worlds(texture.clips)
             finally:
                 with self._phase("sample"), bind.own_edits(p.obj for p in self.parts):
+                    for tail in self.tails.values():
+                        tail.remove()
                     self._anim.restore()
         yield 0.95
         self.result = self._write(stored, texture, report, tried)
@@ -432,59 +419,94 @@ class TextureBake(Sampling):
         """Scene units per mesh unit: the first mesh's largest axis scale at the first stored sample."""
         return float(np.linalg.norm(stored["world"][0][0, 0, :3, :3], 2))
 
+    def _metadata(
+        self, stored: StoredFrames, texture: AnimationTexture, report: dict, names: dict[str, str]
+    ) -> dict:
+        attributes, _ = self._attributes()
+        # Root motion (the first mesh's object matrix, not in the in-place texture) per clip.
+        root_motion = []
+        for ci, clip in enumerate(texture.clips):
+            world = stored["world"][ci][:, 0]
+            try:
+                root_motion.append(root_motion_track(world, cycle_end=self._cycle_end.get(ci)))
+            except ValueError as err:
+                root_motion.append(None)
+                self.warnings.append(f"Clip '{clip.name}': no root motion track written: {err}")
+        return build_metadata(
+            texture,
+            image=names["image"],
+            mesh_attributes=attributes,
+            error_report=report,
+            root_motion=root_motion,
+            unkeyed_bones="rest" if self.options.unkeyed_bones_at_rest else "scene",
+            factor=self.factor_record(),
+            mesh_to_scene_scale=self._mesh_to_scene_scale(stored),
+            options=self.options.record(),
+            source=Source(self.target.name, bpy.data.filepath, self.kind.value).record(),
+            files={role: names.get(role) for role in ("image", "sidecar", "gltf", "babylon")},
+        )
+
     def _write(
         self, stored: StoredFrames, texture: AnimationTexture, report: dict, tried: tuple
     ) -> BakeResult:
-        attributes, written = self._attributes()
-        ext = ".png" if texture.precision.normalized else ".exr"
-        image_path = os.path.join(self.directory, self.stem + ext)
-        json_path = os.path.join(self.directory, self.stem + ".json")
-        with self._phase("write"):
-            # Root motion (the first mesh's object matrix, not in the in-place texture) per clip.
-            root_motion = []
-            for ci, clip in enumerate(texture.clips):
-                world = stored["world"][ci][:, 0]
-                try:
-                    root_motion.append(root_motion_track(world, cycle_end=self._cycle_end.get(ci)))
-                except ValueError as err:
-                    root_motion.append(None)
-                    self.warnings.append(f"Clip '{clip.name}': no root motion track written: {err}")
-            meta = build_metadata(
-                texture,
-                image=os.path.basename(image_path),
-                mesh_attributes=attributes,
-                error_report=report,
-                root_motion=root_motion,
-                unkeyed_bones="rest" if self.options.unkeyed_bones_at_rest else "scene",
-                factor=self.factor_record(),
-                mesh_to_scene_scale=self._mesh_to_scene_scale(stored),
-                options=self.options.record(),
-            )
-            write_files(
-                texture, image_path, json_path, dumps(meta), png_compression=self.options.png_compression
-            )
-        with self._phase("mesh_data"):
-            if self.options.write_mesh_data:
-                with bind.own_edits(p.obj for p in self.parts):  # texel data: the binds stay valid
-                    for i, part in enumerate(self.parts):
-                        write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
-            gltf_path = babylon_path = ""
-            if self.options.export_gltf:
-                clips, babylon = texture.clips, None
-                if self.options.export_babylon:  # the sampled (not quantised) matrices
-                    babylon = (clips, stored["matrices"])
-                gltf_path, babylon_path = export_meshes(
-                    self.parts, os.path.join(self.directory, self.stem), written,
-                    None if self.kind is Kind.VERTEX else self.bone_names, babylon,
-                )  # fmt: skip
+        """Every output to a temporary file, the mesh data with what it held kept, then the set committed
+        with the sidecar last (:mod:`.outputs`); a failure anywhere puts the folder and the meshes back."""
+        _, written = self._attributes()
+        ending = ".png" if texture.precision.normalized else ".exr"
+        names = self.outputs.names(ending)
+        transaction = Transaction(self.outputs)
+        backup = MeshDataBackup(self.parts, written) if self.options.write_mesh_data else None
+        try:
+            with self._phase("write"):
+                meta = self._metadata(stored, texture, report, names)
+                png = self.options.png_compression
+                write_image(texture, transaction.temporary("image", ending), png_compression=png)
+            with self._phase("mesh_data"):
+                self._write_mesh_data(texture, backup)
+                if self.options.export_gltf:
+                    self._export(stored, texture, transaction, written)
+            with self._phase("write"):
+                with open(transaction.temporary("sidecar", ".json"), "w", encoding="utf-8") as fh:
+                    fh.write(dumps(meta))
+                removed = transaction.commit(ending)
+        except BaseException as err:
+            transaction.discard()
+            if backup is not None:
+                with bind.own_edits(p.obj for p in self.parts):
+                    backup.restore()
+            if isinstance(err, OSError):
+                reason = f"Cannot write to '{self.directory}' ({err.strerror})"
+                raise HybridSkinError(reason + UNCHANGED) from err
+            if isinstance(err, HybridSkinError):
+                raise HybridSkinError(f"{err}{UNCHANGED}") from err
+            raise
         timings = {name: self.timings.get(name, 0.0) for name in PHASES}
-        paths = (image_path, json_path)
+        paths = {role: os.path.join(self.directory, name) for role, name in names.items()}
         result = BakeResult(
-            *paths, texture, meta, report, tried, self.warnings, timings, gltf_path, babylon_path
-        )
+            paths["image"], paths["sidecar"], texture, meta, report, tried, self.warnings, timings,
+            paths.get("gltf", ""), paths.get("babylon", ""), removed,
+        )  # fmt: skip
         if self.target is not None:
             store_summary(self.target, result)
         return result
+
+    def _write_mesh_data(self, texture: AnimationTexture, backup: MeshDataBackup | None) -> None:
+        if backup is None:
+            return
+        with bind.own_edits(p.obj for p in self.parts):  # texel data: the binds stay valid
+            for i, part in enumerate(self.parts):
+                write_mesh_data(part, texture, self.items.corner_items(i) if self.items else None)
+
+    def _export(
+        self, stored: StoredFrames, texture: AnimationTexture, transaction: Transaction, written: list[str]
+    ) -> None:
+        """The meshes as ``.glb`` (bone kinds: with the palette as a skin) and, asked for, Babylon.js's
+        matrices (the sampled, not quantised, ones), to the transaction's temporary files."""
+        bones = None if self.kind is Kind.VERTEX else self.bone_names
+        node_world = write_gltf(self.parts, transaction.temporary("gltf", ".glb"), written, bones)
+        if self.options.export_babylon and node_world is not None:
+            path = transaction.temporary("babylon", ".json")
+            write_babylon(path, stored["matrices"], texture.clips, bones, node_world)
 
 
 def bake(

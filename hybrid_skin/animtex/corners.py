@@ -109,3 +109,30 @@ class CornerItems:
         all_positions = np.concatenate(positions) if len(positions) > 1 else positions[0]
         all_positions = self.rest_positions(all_positions)
         return all_positions, np.concatenate(vertex_normals + extra_normals)
+
+    def items_of(self, index: int) -> np.ndarray:
+        """``(n + e,)`` the texture items of mesh ``index``: its vertices', then its extra corner groups'."""
+        s = self.splits[index]
+        vertices = np.arange(self.starts[index], self.starts[index] + s.vertex_count)
+        extras = np.arange(self.extra_starts[index], self.extra_starts[index] + s.extra_count)
+        return np.concatenate([vertices, extras])
+
+    def set_evaluated(
+        self,
+        index: int,
+        item_positions: np.ndarray,
+        item_normals: np.ndarray,
+        positions: np.ndarray,
+        corner_normals: np.ndarray,
+    ) -> None:
+        """Mesh ``index``'s items from what Blender evaluated (its modifiers after the Armature modifier
+        applied, :mod:`.tail`): each item at its vertex's ``positions``, its normal the mean of its corners'
+        ``corner_normals`` (a vertex with no face keeps the one it had)."""
+        items = self.items_of(index)
+        item_positions[items] = positions[self.item_vertex[items] - self.starts[index]]
+        local = np.searchsorted(items, self.corner_items(index))  # items ascend: vertices, then extras
+        summed = np.zeros((len(items), 3), np.float64)
+        np.add.at(summed, local, corner_normals)
+        lengths = np.linalg.norm(summed, axis=1)
+        faced = lengths > 0
+        item_normals[items[faced]] = (summed[faced] / lengths[faced, None]).astype(np.float32)

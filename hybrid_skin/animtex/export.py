@@ -43,7 +43,14 @@ from ..core.animtex.layout import Clip
 from ..errors import HybridSkinError
 from .scene import MeshPart
 
-__all__ = ["VERTEX_ATTRIBUTE", "check_names", "export_meshes", "write_babylon", "write_gltf"]
+__all__ = [
+    "VERTEX_ATTRIBUTE",
+    "check_exporter",
+    "check_names",
+    "check_placement",
+    "write_babylon",
+    "write_gltf",
+]
 
 #: The per-vertex Blender index the export adds (``_ANIMTEX_VERTEX`` in the file).
 VERTEX_ATTRIBUTE = "_animtex_vertex"
@@ -108,6 +115,28 @@ def check_names(parts: Sequence[MeshPart], attribute_names: Sequence[str]) -> No
 def _temporary(path: str) -> str:
     folder, name = os.path.split(path)
     return os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.partial{os.path.splitext(name)[1]}")
+
+
+def check_exporter() -> None:
+    """Raise unless Blender's glTF exporter is there (the glTF 2.0 add-on can be disabled)."""
+    if not hasattr(bpy.types, "EXPORT_SCENE_OT_gltf"):
+        raise HybridSkinError(
+            "Blender's glTF exporter is not enabled (Preferences ▸ Add-ons ▸ Import-Export: glTF 2.0 "
+            "format): enable it, or untick glTF"
+        )
+
+
+def check_placement(parts: Sequence[MeshPart]) -> None:
+    """Raise, before anything is sampled, unless the meshes of a bone texture's export sit in one place
+    (one glTF skin; :func:`_add_skin` finds the same after the export)."""
+    first = np.array(parts[0].obj.matrix_world)
+    for part in parts[1:]:
+        if not np.allclose(np.array(part.obj.matrix_world), first, rtol=0, atol=1e-6):
+            raise HybridSkinError(
+                f"'{part.obj.name}' and '{parts[0].obj.name}' are placed differently: one bone texture's "
+                "glTF export needs its meshes in one place (apply their transforms, Object ▸ Apply ▸ All "
+                "Transforms, or bake them separately)"
+            )
 
 
 def _add_skin(path: str, bone_names: Sequence[str]) -> np.ndarray:
@@ -207,21 +236,3 @@ def write_gltf(
             os.remove(temp)
     return node_world
 
-
-def export_meshes(
-    parts: Sequence[MeshPart],
-    stem: str,
-    attribute_names: Sequence[str],
-    bone_names: Sequence[str] | None,
-    babylon_clips: tuple[Sequence[Clip], Sequence[np.ndarray]] | None,
-) -> tuple[str, str]:
-    """``<stem>.glb`` (bone kinds: ``bone_names`` given, with the palette as a skin) and, with
-    ``babylon_clips`` (the clips and their stored frames' matrices), ``<stem>.babylon.json``; their paths
-    (``""`` for a file not written)."""
-    gltf_path = stem + ".glb"
-    node_world = write_gltf(parts, gltf_path, attribute_names, bone_names)
-    if babylon_clips is None or node_world is None:
-        return gltf_path, ""
-    clips, matrices = babylon_clips
-    write_babylon(stem + ".babylon.json", matrices, clips, bone_names, node_world)
-    return gltf_path, stem + ".babylon.json"

@@ -1,10 +1,10 @@
 """What an animation texture bake writes: the image, its JSON sidecar and the mesh data.
 
 Owns: the output folder check, saving the exact codes (PNG by :mod:`..core.animtex.png`, EXR with
-Blender's image API: Non-Color, alpha as data) and reading them back, the atomic write of image +
-sidecar (temporary names, read-back check, rename into place; a failure leaves nothing), and the
-per-vertex attributes and UV map named in the sidecar's ``mesh_attributes``. What the UI shows about
-the last bake is :mod:`.summary`.
+Blender's image API: Non-Color, alpha as data) and reading them back (:func:`write_image`, to a temporary
+name :mod:`.outputs` commits with the rest of the set), and the per-vertex attributes and UV map named in
+the sidecar's ``mesh_attributes``, with what they held before (:class:`MeshDataBackup`: a bake that fails
+after writing them puts them back). What the UI shows about the last bake is :mod:`.summary`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ __all__ = [
     "bone_attributes",
     "check_directory",
     "read_image",
-    "write_files",
+    "write_image",
+    "MeshDataBackup",
     "write_mesh_data",
 ]
 
@@ -149,38 +150,19 @@ def _file_matches(path: str, texture: AnimationTexture, written: bytes | None) -
     return bool(np.array_equal(back, texture.pixels))
 
 
-def write_files(
-    texture: AnimationTexture,
-    image_path: str,
-    json_path: str,
-    json_text: str,
-    *,
-    png_compression: int = PNG_COMPRESSION,
-) -> None:
-    """Image and sidecar, atomically: temporary names in the folder, checked, then renamed into place."""
-    token = uuid.uuid4().hex[:8]
-    folder = os.path.dirname(image_path)
-    temps = [
-        os.path.join(folder, f".{os.path.basename(p)}.{token}.partial{os.path.splitext(p)[1]}")
-        for p in (image_path, json_path)
-    ]
+def write_image(texture: AnimationTexture, path: str, *, png_compression: int = PNG_COMPRESSION) -> None:
+    """The texture's image at ``path`` (a temporary name: :mod:`.outputs` commits it), read back and
+    compared with the codes written; raises :class:`HybridSkinError` when they differ or the write fails."""
+    folder = os.path.dirname(path)
     try:
-        written = _save_image(texture, temps[0], png_compression)
-        if not _file_matches(temps[0], texture, written):
+        written = _save_image(texture, path, png_compression)
+        if not _file_matches(path, texture, written):
             raise HybridSkinError(
-                f"'{image_path}' did not read back with the values written ({texture.precision.value}, "
-                f"Blender {bpy.app.version_string}); nothing was saved: try another precision"
+                f"The texture did not read back with the values written ({texture.precision.value}, Blender "
+                f"{bpy.app.version_string}); nothing was saved: try another precision"
             )
-        with open(temps[1], "w", encoding="utf-8") as fh:
-            fh.write(json_text)
-        os.replace(temps[0], image_path)
-        os.replace(temps[1], json_path)
     except OSError as err:
         raise _not_writable(folder, err) from err
-    finally:
-        for temp in temps:
-            if os.path.exists(temp):
-                os.remove(temp)
 
 
 # ------------------------------------------------------------------------------------ mesh data
@@ -234,3 +216,56 @@ def write_mesh_data(
     uv = texture.layout.item_uv()[corner_items]
     if not bridge.set_uv_map(mesh, name, uv):
         raise HybridSkinError(f"'{part.obj.name}' already has 8 UV maps: remove one for '{name}'")
+
+
+#: ``foreach_get`` field, width and numpy type of every attribute type, to keep and put back what a mesh
+#: held under a name the bake writes.
+_FIELDS = {
+    "FLOAT": ("value", 1, np.float32), "INT": ("value", 1, np.int32), "BOOLEAN": ("value", 1, bool),
+    "INT8": ("value", 1, np.int32), "FLOAT2": ("vector", 2, np.float32), "INT32_2D": ("value", 2, np.int32),
+    "INT16_2D": ("value", 2, np.int32), "FLOAT_VECTOR": ("vector", 3, np.float32),
+    "FLOAT_COLOR": ("color", 4, np.float32), "BYTE_COLOR": ("color", 4, np.float32),
+    "QUATERNION": ("value", 4, np.float32), "FLOAT4X4": ("value", 16, np.float32),
+}  # fmt: skip
+
+
+class MeshDataBackup:
+    """What the meshes held under the names a bake writes (absent, or type, domain and values) and which UV
+    maps and attributes were active: :meth:`restore` puts it back (a bake that fails after writing them)."""
+
+    def __init__(self, parts: list[MeshPart], names: list[str]):
+        self.meshes = []
+        for part in parts:
+            mesh = part.obj.data
+            kept = {name: self._keep(mesh.attributes.get(name)) for name in names}
+            uv = mesh.uv_layers
+            active = (uv.active_index, [layer.active_render for layer in uv], mesh.attributes.active_index)
+            self.meshes.append((mesh, kept, active))
+
+    @staticmethod
+    def _keep(attr) -> tuple | None:
+        if attr is None or attr.data_type not in _FIELDS:
+            return None if attr is None else (attr.data_type, attr.domain, None)
+        field, width, dtype = _FIELDS[attr.data_type]
+        values = np.empty(len(attr.data) * width, dtype)
+        attr.data.foreach_get(field, values)
+        return attr.data_type, attr.domain, values
+
+    def restore(self) -> None:
+        for mesh, kept, (uv_active, renders, attr_active) in self.meshes:
+            for name, old in kept.items():
+                attr = mesh.attributes.get(name)
+                if old is None:
+                    if name in mesh.uv_layers:
+                        mesh.uv_layers.remove(mesh.uv_layers[name])
+                    elif attr is not None:
+                        mesh.attributes.remove(attr)
+                elif old[2] is not None:
+                    data_type, domain, values = old
+                    bridge.set_attribute(mesh, name, data_type, domain, _FIELDS[data_type][0], values)
+            if len(mesh.uv_layers) == len(renders):
+                mesh.uv_layers.active_index = uv_active
+                for layer, render in zip(mesh.uv_layers, renders):
+                    layer.active_render = render
+            if attr_active < len(mesh.attributes):
+                mesh.attributes.active_index = attr_active

@@ -98,10 +98,13 @@ class HYBRID_SKIN_OT_bake_animation_texture(JobOperator, bpy.types.Operator):
         for warning in result.warnings:
             self.report({"WARNING"}, warning)
         overall = result.report["overall"]
+        removed = ""
+        if result.removed:  # the previous bake's, which no longer matched: said, never silently
+            removed = f"; removed the previous bake's {', '.join(result.removed)}, which no longer matched"
         self.report(
             {"INFO"},
             f"Baked {len(result.texture.clips)} clip(s) to {result.image_path}: max error "
-            f"{overall['max']:.3g} ({overall['max_percent']:.3g}% of the bounding box)",
+            f"{overall['max']:.3g} ({overall['max_percent']:.3g}% of the bounding box){removed}",
         )
         return {"FINISHED"}
 

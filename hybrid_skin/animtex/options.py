@@ -83,6 +83,9 @@ class Option:
     items: tuple = ()
     #: Recorded in the sidecar's ``options`` block.
     recorded: bool = True
+    #: The dialog offers the last bake's value again (off: every bake starts from the default, e.g. a Name
+    #: that belonged to the previous object).
+    remembered: bool = True
     #: What a value must be, in words, when the range alone would not say it (the refusal's sentence).
     rule: str = ""
 
@@ -101,7 +104,7 @@ class BakeOptions:
     )
     file_name: str = _option(
         "", label="Name", description="File name without extension (empty: object and kind)", cli="--name",
-        recorded=False,
+        recorded=False, remembered=False,
     )
     kind: str = _option("VERTEX", label="Kind", description="What the texture stores", cli="--kind",
                         items=KIND_ITEMS)
@@ -170,6 +173,12 @@ class BakeOptions:
         "data on the mesh, so runtimes compute Auto per vertex (off: one runtime factor)",
         cli="--no-runtime-auto", cli_off=True,
     )
+    replace_files: bool = _option(
+        False, label="Replace Files",
+        description="Replace files at the bake's names that are not this object's previous bake (another "
+        "object's bake, a file Hybrid Skin did not write); without it such a bake is refused",
+        cli="--replace", recorded=False, remembered=False,
+    )
     memory_budget: float = _option(
         0.0, label="Memory Budget",
         description="Most memory the bake may hold, in MiB (0: half of this machine's memory): a bake that "
@@ -231,6 +240,8 @@ def operator_properties() -> dict[str, Any]:
         if not option.ui:
             continue
         common = {"name": option.label, "description": option.description}
+        if not option.remembered:
+            common["options"] = {"SKIP_SAVE"}
         default = getattr(defaults, name)
         if option.items:
             out[name] = EnumProperty(items=list(option.items), default=default, **common)
@@ -248,8 +259,9 @@ def operator_properties() -> dict[str, Any]:
             extra = {key: value for key, value in settings if value is not None}
             out[name] = FloatProperty(default=default, subtype=option.subtype, **extra, **common)
         else:
-            flags = {"options": {"PATH_SUPPORTS_BLEND_RELATIVE"}} if option.subtype == "DIR_PATH" else {}
-            out[name] = StringProperty(default=default, subtype=option.subtype, **flags, **common)
+            if option.subtype == "DIR_PATH":
+                common["options"] = common.get("options", set()) | {"PATH_SUPPORTS_BLEND_RELATIVE"}
+            out[name] = StringProperty(default=default, subtype=option.subtype, **common)
     return out
 
 
@@ -312,6 +324,9 @@ class BakeResult:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, see PHASES
     gltf_path: str = ""  # the meshes as glTF (``BakeOptions.export_gltf``)
     babylon_path: str = ""  # Babylon.js's baked vertex animation (``BakeOptions.export_babylon``)
+    #: Files of this object's previous bake removed because this one has none of that name (they no
+    #: longer matched): e.g. its ``.glb`` when this bake exports none.
+    removed: list[str] = field(default_factory=list)
 
 
 def option_enum(cls, value):

@@ -76,6 +76,8 @@ class Sampling:
                 normals.append(n)
             if not bones:  # the texture's items: vertices, then further corner normal groups
                 item_positions, item_normals = self.items.frame(posed, factors, positions, normals)
+                for i, tail in self.tails.items():  # with the user's modifiers after the skinning
+                    self.items.set_evaluated(i, item_positions, item_normals, *tail.apply(positions[i]))
         world = self._worlds(depsgraph)
         if not bones:
             return FrameSample(item_positions, item_normals, None, world), factors

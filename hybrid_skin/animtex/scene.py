@@ -23,6 +23,7 @@ from .. import bridge
 from ..core.animtex import Clip
 from ..errors import HybridSkinError
 from ..rig import checks, rigid, stack
+from ..rig.bake_record import unreadable
 
 #: Pose channels and their rest values. Each clip starts from the pose the scene had when the bake
 #: started (what Blender shows when the user plays that action: channels it does not key keep their
@@ -122,6 +123,14 @@ def mesh_parts(meshes: list[bpy.types.Object], *, single_user: bool) -> list[Mes
                 "single-user (Object ▸ Relations ▸ Make Single User) so each gets its own texel data"
             )
         data[obj.data] = obj.name
+        settings = object_settings(obj)
+        why = unreadable(settings.bake_state) if settings is not None and settings.bake_state else None
+        if why is not None:
+            raise HybridSkinError(
+                f"'{obj.name}' holds a Hybrid Skin bake whose record this build cannot read ({why}): which "
+                "of its shape keys that bake added is unknown, so they cannot be told from the mesh's own; "
+                "it is left as it was (bake the other meshes, or open the file with the build that baked it)"
+            )
         modifier = _modifier_name(obj)
         checks.validate(obj, stack.armature_modifier(obj, modifier))
         base, normals = bridge.vertex_positions(obj.data), bridge.vertex_normals(obj.data)
@@ -199,18 +208,22 @@ class AnimationState:
         self.hidden: list[bpy.types.Modifier] = []
         self.restored = False
 
-    def hide_deformation(self, meshes: Sequence[tuple[bpy.types.Object, str]]) -> None:
-        """Hide each ``(mesh, armature modifier name)``'s Armature modifier and every modifier after it.
+    def hide_deformation(
+        self, meshes: Sequence[tuple[bpy.types.Object, str]], keep: dict[str, list[str]] | None = None
+    ) -> None:
+        """Hide each ``(mesh, armature modifier name)``'s Armature modifier and every modifier after it but
+        those ``keep`` names for that mesh (its modifiers a VERTEX bake applies, :mod:`.tail`).
 
         The truth is the add-on's own skinning of the modifier's input, so Blender deforming the mesh
         again at every sampled frame is wasted work (as much as the sampling itself on a dense mesh);
         the pose, the object matrices and any input the skinning reads (shape keys, modifiers above)
         still evaluate. :meth:`restore` shows them again.
         """
+        keep = keep or {}
         for obj, name in meshes:
             modifiers = list(obj.modifiers)
             for mod in modifiers[modifiers.index(stack.armature_modifier(obj, name)) :]:
-                if mod.show_viewport:
+                if mod.show_viewport and mod.name not in keep.get(obj.name, ()):
                     mod.show_viewport = False
                     self.hidden.append(mod)
 

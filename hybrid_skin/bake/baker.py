@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import traceback
 from collections.abc import Iterator, Sequence
 
 import bpy
@@ -50,8 +51,9 @@ from ..core import pointcache
 from ..core.budget import MemoryBudget, bytes_text, memory_budget
 from ..errors import HybridSkinError
 from ..rig import baked, bind, checks, factor, setup, stack
-from ..rig.bake_record import BakeRecord
+from ..rig.bake_record import BakeRecord, unreadable
 from ..rig.state import rig_state
+from . import cache_file
 
 KEY_PREFIX = "HS Bake "
 CACHE_MODIFIER = "HybridSkin Cache"
@@ -140,13 +142,24 @@ def animation_time(scene: bpy.types.Scene) -> float:
     return scene.render.frame_map_old / scene.render.frame_map_new
 
 
-def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.Modifier:
-    """Raise :class:`..errors.HybridSkinError` unless ``obj`` can be baked to ``target``.
+def check(
+    obj: bpy.types.Object, target: str, filepath: str = "", *, replace: bool = False
+) -> bpy.types.Modifier:
+    """Raise :class:`..errors.HybridSkinError` unless ``obj`` can be baked to ``target`` (a point cache: at
+    ``filepath``, over a file there only if it is the object's own or ``replace``).
 
     Returns the Armature modifier the bake replaces."""
     checks.editable_mesh(obj)
     if not obj.hybrid_skin.enabled:
         raise HybridSkinError(f"'{obj.name}' does not use Hybrid Skin: add it first (Hybrid Skin ▸ Add)")
+    check_bake_record(obj)
+    try:  # the display's record (the bake takes the display off while it samples)
+        setup.load(obj)
+    except (HybridSkinError, ValueError, TypeError, KeyError, AttributeError) as err:
+        raise HybridSkinError(
+            f"'{obj.name}' holds a Hybrid Skin display record this build cannot read ({err}): it is left as "
+            "it was, and the object is not baked"
+        ) from err
     checks.single_user_mesh(obj, "a bake")
     if target not in TARGETS:
         raise HybridSkinError(f"Unknown bake target '{target}'")
@@ -176,7 +189,22 @@ def check(obj: bpy.types.Object, target: str, filepath: str = "") -> bpy.types.M
         folder = os.path.dirname(filepath) or "."
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise HybridSkinError(f"Cannot write to '{folder}': choose a writable folder")
+        if not replace and (why := cache_file.refusal(obj, target, filepath)) is not None:
+            raise HybridSkinError(why)
     return mod
+
+
+def check_bake_record(obj: bpy.types.Object) -> None:
+    """Refuse, naming the object, when its previous bake's record cannot be read: which keys or modifier
+    that bake added is unknown, so nothing may take it off or bake over it; the record is left as it was
+    (a newer build, or the one that made it, can read it)."""
+    why = unreadable(obj.hybrid_skin.bake_state)
+    if why is not None:
+        raise HybridSkinError(
+            f"'{obj.name}' holds a Hybrid Skin bake whose record this build cannot read ({why}): it is left "
+            "as it was; remove that bake's shape keys or Mesh Cache modifier by hand, or open the file with "
+            "the build that baked it"
+        )
 
 
 def _check_shape_keys(obj: bpy.types.Object) -> None:
@@ -207,10 +235,11 @@ class Baker:
         filepath: str = "",
         *,
         memory_budget_mib: float = 0.0,
+        replace_file: bool = False,
     ):
         self.context, self.obj, self.target, self.frames = context, obj, target, frames
         self.filepath = filepath
-        self.mod = check(obj, target, filepath)
+        self.mod = check(obj, target, filepath, replace=replace_file)
         if not frames:
             raise HybridSkinError("No frame to bake: the range is empty")
         if target in ("PC2", "MDD"):
@@ -226,6 +255,7 @@ class Baker:
         self.index = 0
         self.results: list[np.ndarray] = []  # shape keys: each frame's displacement until they are written
         self.cache: pointcache.PointCacheWriter | None = None  # point caches: frames go to the file
+        self.replaced = False  # whether the bake replaced a previous bake of the object (said when done)
         self.record = BakeRecord(target=target, frames=list(frames))
         self.frame_before = (context.scene.frame_current, context.scene.frame_subframe)
 
@@ -264,11 +294,10 @@ class Baker:
         obj = self.obj
         # Until finish or cancel the object is neither set up nor baked: the handlers leave it alone.
         rig_state().held.add(obj.session_uid)
-        # Our own keys cleared and modifiers hidden: not edits of what the bind read (edits made before,
-        # e.g. weights by a script, are evaluated first and mark the bind).
+        # Modifiers hidden: not edits of what the bind read (edits made before, e.g. weights by a script,
+        # are evaluated first and mark the bind). A previous bake stays whole until this one has its
+        # frames (Esc or a failure while sampling leaves it as it was); the bind leaves its keys out.
         with bind.own_edits([obj]):
-            if baked.is_baked(obj):
-                baked.clear(obj)
             setup.restore(obj)
             modifiers = list(obj.modifiers)
             tail = modifiers[modifiers.index(self.mod) :]
@@ -278,11 +307,6 @@ class Baker:
                 m.show_viewport = False
         if self.target in ("PC2", "MDD"):
             self.cache = self._open_cache()
-        self.record = BakeRecord(
-            target=self.target,
-            frames=list(self.frames),
-            bypassed=[[*stack.modifier_ref(self.mod), self.tail_flags[0][1], self.mod.show_render]],
-        )
 
     def step(self) -> bool:
         """Bake one frame; True when all frames are done. Current Frame keeps the scene's sub-frame (what
@@ -361,16 +385,35 @@ class Baker:
     def _finish(self) -> None:
         obj = self.obj
         self._restore_tail()
+        ref = stack.modifier_ref(self.mod)
+        self.replaced = baked.is_baked(obj)
+        if self.replaced:  # the previous bake goes now that this one has every frame: the user's flags back
+            baked.clear(obj)
+            setup.restore(obj)
+            self.mod = stack.find_modifier(obj, ref)
+        self.record.bypassed = [[*ref, self.mod.show_viewport, self.mod.show_render]]
         try:
             if self.target in ("PC2", "MDD"):
                 self._write_cache()
             else:
                 self._write_shape_keys()
-        except BaseException:  # nothing half-done: take back what was written, then report
+        except Exception as err:  # nothing half-done: take back what was written, then report
             obj.hybrid_skin.bake_state = self.record.save()
             baked.clear(obj)
+            if self.cache is not None:
+                self.cache.rollback()  # the file at the path is what it was
             self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
-            raise
+            if not self.replaced:
+                raise
+            if not isinstance(err, HybridSkinError):
+                traceback.print_exception(err)  # a bug: the details for a bug report
+            what = str(err) if isinstance(err, HybridSkinError) else f"{type(err).__name__}: {err}"
+            raise HybridSkinError(
+                f"The bake failed while writing ({what}): it was taken back, but the previous bake of "
+                f"'{obj.name}' had been cleared for it; bake again"
+            ) from err
+        if self.cache is not None:
+            self.cache.finalize()
         self.mod.show_viewport = False
         self.mod.show_render = False
         obj.hybrid_skin.bake_state = self.record.save()
@@ -381,7 +424,6 @@ class Baker:
         try:
             self.cache.commit()
         except OSError as err:
-            self.cache.discard()
             raise self._write_error(err) from err
         cache = self.obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
         self.record.cache_modifier = stack.modifier_ref(cache)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..operator_base import GuardedOperator, JobOperator, in_modes, refuse
 from ..rig import baked, checks
@@ -36,9 +36,27 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
         name="End", description="Last frame (left out: the scene's)", default=250, options={"SKIP_SAVE"}
     )
     frame_step: IntProperty(name="Step", description="Bake every Nth frame", default=1)
+    # SKIP_SAVE: the next object's bake must not be offered the previous object's file.
     filepath: StringProperty(
-        name="Cache File", subtype="FILE_PATH", default="", options={"PATH_SUPPORTS_BLEND_RELATIVE"},
+        name="Cache File", subtype="FILE_PATH", default="",
+        options={"PATH_SUPPORTS_BLEND_RELATIVE", "SKIP_SAVE"},
         description="The .pc2 or .mdd file a point cache bake writes (shape key bakes write none)",
+    )
+    replace_file: BoolProperty(
+        name="Replace File",
+        description="Replace the file at the cache's path even when it is not this object's point cache "
+        "(another kind of file, another object's cache); without it such a bake is refused",
+        default=False,
+        options={"SKIP_SAVE"},
+    )
+    # The file browser: only the chosen format's files listed, an existing file's name shown in red.
+    filter_glob: StringProperty(
+        default="*.pc2;*.mdd", options={"HIDDEN", "SKIP_SAVE"},
+        description="The files the file browser lists: the chosen format's",
+    )
+    check_existing: BoolProperty(
+        default=True, options={"HIDDEN", "SKIP_SAVE"},
+        description="The file browser shows an existing file's name in red",
     )
     memory_budget: FloatProperty(
         name="Memory Budget",
@@ -72,11 +90,13 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
             frames = baker.bake_frames(self.frame_start, self.frame_end, self.frame_step)
         return baker.Baker(
             context, context.active_object, self.target, frames, self.filepath,
-            memory_budget_mib=self.memory_budget,
+            memory_budget_mib=self.memory_budget, replace_file=self.replace_file,
         )  # fmt: skip
 
     def job_done(self, context, job: baker.Baker) -> set[str]:
-        self.report({"INFO"}, f"Baked {len(job.frames)} frame(s) of '{job.obj.name}' ({self.target})")
+        replaced = " (its previous bake replaced)" if job.replaced else ""
+        baked_frames = f"Baked {len(job.frames)} frame(s) of '{job.obj.name}'"
+        self.report({"INFO"}, f"{baked_frames} ({self.target}){replaced}")
         return {"FINISHED"}
 
     def execute(self, context):
@@ -84,7 +104,9 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
 
     def invoke(self, context, event):
         if self.target in ("PC2", "MDD") and not self.filepath:
-            self.filepath = f"//{bpy.path.clean_name(context.active_object.name)}.{self.target.lower()}"
+            extension = self.target.lower()
+            self.filepath = f"//{checks.file_name_for(context.active_object.name)}.{extension}"
+            self.filter_glob = f"*.{extension}"
             context.window_manager.fileselect_add(self)  # execute() runs after the file is chosen
             return {"RUNNING_MODAL"}
         return self.start_job(context)
@@ -106,6 +128,7 @@ class HYBRID_SKIN_OT_clear_bake(GuardedOperator, bpy.types.Operator):
 
     def execute(self, context):
         checks.editable_mesh(context.active_object)
+        baker.check_bake_record(context.active_object)
         baked.clear(context.active_object)
         self.report({"INFO"}, "Cleared the Hybrid Skin bake")
         return {"FINISHED"}

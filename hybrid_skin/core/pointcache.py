@@ -106,6 +106,8 @@ class PointCacheWriter:
             header = np.array([frame_count, points], ">i4").tobytes() + times.astype(">f4").tobytes()
             self.dtype = ">f4"
         fd, self.temporary = tempfile.mkstemp(prefix=".hs-", suffix=".partial", dir=self.path.parent)
+        self.previous: str | None = None  # the file the commit moved aside
+        self.placed = False  # the new file is at the path
         self.file = os.fdopen(fd, "wb")
         try:
             self.file.write(header)
@@ -124,11 +126,36 @@ class PointCacheWriter:
         self.written += 1
 
     def commit(self) -> None:
-        """Rename the complete file into place (replacing what is there)."""
+        """Rename the complete file into place; a file that was there is kept aside until :meth:`finalize`
+        (or put back by :meth:`rollback`)."""
         if self.written != self.frame_count:
             raise ValueError(f"{self.written} of {self.frame_count} frames written")
         self.file.close()
-        os.replace(self.temporary, self.path)
+        if os.path.lexists(self.path):
+            self.previous = f"{self.temporary}.previous"
+            os.replace(self.path, self.previous)
+        try:
+            os.replace(self.temporary, self.path)
+        except BaseException:
+            self.rollback()
+            raise
+        self.placed = True
+
+    def finalize(self) -> None:
+        """The committed file stays: the one it replaced is deleted."""
+        if self.previous is not None:
+            Path(self.previous).unlink(missing_ok=True)
+            self.previous = None
+
+    def rollback(self) -> None:
+        """The path holds what it held before: the new file removed, the one it replaced put back."""
+        self.discard()
+        if self.placed:
+            self.path.unlink(missing_ok=True)
+            self.placed = False
+        if self.previous is not None:
+            os.replace(self.previous, self.path)
+            self.previous = None
 
     def discard(self) -> None:
         """Remove the temporary file (nothing happens to ``path``)."""
@@ -149,8 +176,9 @@ def _write_all(writer: PointCacheWriter, frames: np.ndarray) -> None:
             writer.write(frame)
         writer.commit()
     except BaseException:
-        writer.discard()
+        writer.rollback()
         raise
+    writer.finalize()
 
 
 def write_pc2(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import HybridSkinError
 from ..saved import SavedRecord
 
-__all__ = ["BakeRecord"]
+__all__ = ["BakeRecord", "unreadable"]
 
 
 @dataclass
@@ -51,3 +52,33 @@ def _from_version_0(data: dict) -> dict:
 
 
 BakeRecord.MIGRATIONS = {0: _from_version_0}
+
+
+#: Each field's JSON shape, checked before a record's bake is taken off or baked over (a damaged record
+#: must be refused in one sentence, never half-cleared).
+_SHAPES = {
+    "target": lambda v: v in ("SHAPE_KEYS", "CURRENT", "PC2", "MDD"),
+    "frames": lambda v: isinstance(v, list) and all(isinstance(f, int) for f in v),
+    "bypassed": lambda v: isinstance(v, list)
+    and all(isinstance(b, list) and len(b) == 4 and isinstance(b[1], str) for b in v),
+    "keys": lambda v: isinstance(v, list) and all(isinstance(k, str) for k in v),
+    "cache_modifier": lambda v: v is None or isinstance(v, str) or (isinstance(v, list) and len(v) == 2),
+    "active_key": lambda v: isinstance(v, int),
+    "action": lambda v: v is None or isinstance(v, str),
+    "last_slot": lambda v: isinstance(v, str),
+}
+
+
+def unreadable(text: str) -> str | None:
+    """Why the saved bake record ``text`` cannot be read by this build (a clause for a sentence: damaged,
+    or from a newer Hybrid Skin), or None when it can (or there is none). The record is left as it is."""
+    try:
+        record = BakeRecord.load(text)
+    except HybridSkinError:
+        return "it was saved by a newer Hybrid Skin"
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return "it is damaged"
+    if record is None:
+        return None
+    bad = [name for name, fits in _SHAPES.items() if not fits(getattr(record, name))]
+    return f"it is damaged ({', '.join(bad)})" if bad else None

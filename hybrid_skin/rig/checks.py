@@ -3,6 +3,7 @@ object and the fix (:class:`..errors.HybridSkinError`; operators report it, the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import bpy
@@ -81,6 +82,14 @@ def single_user_mesh(obj: bpy.types.Object, what: str) -> None:
             f"'{obj.name}' shares its mesh '{obj.data.name}' with {others[:3]}: {what} would change "
             "them all; make it single-user first (Object ▸ Relations ▸ Make Single User)"
         )
+
+
+def file_name_for(name: str) -> str:
+    """A file name for what Blender calls ``name``: cleaned (``bpy.path.clean_name``); where cleaning
+    changed it (``Robot.001`` and ``Robot_001`` both clean to ``Robot_001``), a short hash of the real name
+    keeps the two apart, so the bakes of two objects never share a file name."""
+    cleaned = bpy.path.clean_name(name)
+    return cleaned if cleaned == name else f"{cleaned}_{hashlib.sha1(name.encode('utf-8')).hexdigest()[:6]}"
 
 
 def absolute_path(path: str, what: str) -> str:

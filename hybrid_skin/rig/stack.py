@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import bridge
 from ..errors import HybridSkinError
+from .bake_record import BakeRecord
 from .checks import vertex_count_refusal
 
 __all__ = [
@@ -26,9 +27,11 @@ __all__ = [
     "find_modifier",
     "followed_modifier_name",
     "is_mix_modifier",
+    "is_own_modifier",
     "modifier_ref",
     "rest_geometry",
     "signature",
+    "user_modifiers_after",
     "weight_modifiers_above",
 ]
 
@@ -41,6 +44,30 @@ def is_mix_modifier(mod: bpy.types.Modifier) -> bool:
     """Whether ``mod`` is the Evaluated display's Preserve Volume modifier (:data:`DQS_MODIFIER`, or the
     free name Blender gave it, ``"HybridSkin DQS.001"``, when the user has a modifier of that name)."""
     return re.fullmatch(re.escape(DQS_MODIFIER) + r"(\.\d+)?", mod.name) is not None
+
+
+def is_own_modifier(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
+    """Whether ``mod`` is one Hybrid Skin put on ``obj``, not the user's: the Evaluated display's Preserve
+    Volume mix (:func:`is_mix_modifier`) or the Mesh Cache modifier a point-cache bake added (its record
+    names it). The one place that says which modifiers are the add-on's: a bake asks it to tell the user's
+    modifiers after the Armature modifier, which Blender shows and a VERTEX texture must hold."""
+    if is_mix_modifier(mod):
+        return True
+    if mod.type != "MESH_CACHE":
+        return False
+    try:
+        record = BakeRecord.load(getattr(getattr(obj, "hybrid_skin", None), "bake_state", "") or "")
+    except (HybridSkinError, ValueError, TypeError):  # a record this build cannot read proves nothing
+        return False
+    ref = record.cache_modifier if record is not None else None
+    return bool(ref) and find_modifier(obj, ref if isinstance(ref, list) else [0, ref]) == mod
+
+
+def user_modifiers_after(obj: bpy.types.Object, mod: bpy.types.Modifier) -> list[bpy.types.Modifier]:
+    """The user's modifiers after ``mod`` that Blender shows in the viewport (:func:`is_own_modifier`
+    leaves the add-on's out)."""
+    stack = list(obj.modifiers)
+    return [m for m in stack[stack.index(mod) + 1 :] if m.show_viewport and not is_own_modifier(obj, m)]
 
 
 def find_armature_modifier(

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib
 
-import bpy
 import pytest
 
-from tests.support.assets import import_gltf
+from tests.support.assets import give_hybrid_skin, import_gltf
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +27,10 @@ def core(addon):
 
 
 @pytest.fixture
-def robot(assets):
-    """RobotExpressive imported as a user would, the armature active; its skinned meshes by name."""
+def robot(addon, assets):
+    """RobotExpressive imported as a user would, Hybrid Skin added to its skinned meshes (the default
+    factor, 0.5: the bakes test the hybrid), the armature active; its skinned meshes by name."""
     arm, meshes = import_gltf(assets / "RobotExpressive.glb")
-    bpy.context.view_layer.objects.active = arm
-    return arm, sorted(meshes, key=lambda o: o.name)
+    meshes = sorted(meshes, key=lambda o: o.name)
+    give_hybrid_skin(meshes, arm)
+    return arm, meshes

@@ -36,7 +36,7 @@ from tests.support.animtex import (
     vertex_bound,
     world_stats,
 )
-from tests.support.assets import armature_actions, clip_action, play
+from tests.support.assets import armature_actions, clip_action, give_hybrid_skin, play
 from tests.support.scenes import make_chain_armature, make_cylinder, native_positions, skin_to_chain
 
 ROBOT_ACTIONS = 14
@@ -181,7 +181,8 @@ def check_report(meta, truth_local, got_local, mid_truth, mid_got) -> None:
 
 # ------------------------------------------------------------------------------- other shapes
 def bent_chain(name: str, keys: dict[int, tuple[float, float, float]], bbone_segments: int = 1, **cylinder):
-    """Two-bone chain deforming a cylinder; Bone1 keyed at the given frames (degrees)."""
+    """Two-bone chain deforming a cylinder with Hybrid Skin (factor 0.5); Bone1 keyed at the given frames
+    (degrees)."""
     arm = make_chain_armature(f"{name}Rig", [1.0, 1.0], segments=bbone_segments)
     obj = make_cylinder(name, **cylinder)
     mod = skin_to_chain(obj, arm)
@@ -190,7 +191,7 @@ def bent_chain(name: str, keys: dict[int, tuple[float, float, float]], bbone_seg
     for frame, angles in keys.items():
         pb.rotation_euler = [math.radians(a) for a in angles]
         pb.keyframe_insert("rotation_euler", frame=frame)
-    bpy.context.view_layer.objects.active = arm
+    give_hybrid_skin([obj], arm)
     return arm, obj, mod
 
 
@@ -507,8 +508,10 @@ def test_failed_write_is_atomic(addon, animtex, robot, tmp_path, monkeypatch):
     (tmp_path / "robot_vertex.png").write_bytes(b"an older bake")
     # the file on disk does not hold what was written (a full disk, a writer that changed the values)
     monkeypatch.setattr(f"{addon.__name__}.animtex.files._file_matches", lambda *args: False)
-    with pytest.raises(RuntimeError, match="did not read back"):
-        bpy.ops.hybrid_skin.bake_animation_texture(directory=str(tmp_path), file_name="robot_vertex")
+    with pytest.raises(RuntimeError, match="did not read back"):  # Replace: the old file is not the bake's
+        bpy.ops.hybrid_skin.bake_animation_texture(
+            directory=str(tmp_path), file_name="robot_vertex", replace_files=True
+        )
     assert os.listdir(tmp_path) == ["robot_vertex.png"]
     assert (tmp_path / "robot_vertex.png").read_bytes() == b"an older bake"
     assert "animtex_index" not in meshes[0].data.attributes

@@ -34,6 +34,13 @@ def test_pc2_bytes_are_the_format(tmp_path):
     assert np.array_equal(got, frames) and (start, rate) == (10.0, 2.0)
 
 
+def test_writing_over_a_file_leaves_only_the_new_one(tmp_path):
+    path = tmp_path / "a.pc2"
+    path.write_bytes(b"old")
+    write_pc2(path, np.zeros((1, 2, 3), np.float32), 1.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pc2"] and cache_layout(path.read_bytes())
+
+
 def test_mdd_bytes_are_the_format(tmp_path):
     frames = RNG.normal(size=(5, 2, 3)).astype(np.float32)
     times = np.arange(5) / 24.0
@@ -71,6 +78,14 @@ def test_a_streamed_cache_appears_only_when_complete(tmp_path):
         assert path.read_bytes() == b"the previous cache"
     writer.commit()
     assert np.array_equal(read_pc2(path)[0][:, 0, 0], [0, 1, 2])
+    writer.rollback()  # what a bake does when it fails after its file: the previous one is back
+    assert path.read_bytes() == b"the previous cache"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pc2"]
+    writer = PointCacheWriter(path, "PC2", 2, 1, start_frame=1.0)
+    writer.write(np.ones((2, 3), np.float32))
+    writer.commit()
+    writer.finalize()  # the bake succeeded: the previous file goes
+    assert np.array_equal(read_pc2(path)[0], np.ones((1, 2, 3)))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pc2"]
 
     writer = PointCacheWriter(path, "MDD", 2, 3, times=np.zeros(3))

@@ -10,7 +10,8 @@ Format history: version 1 is the first. Optional fields added since, which reade
 ignore: a clip's ``root_motion`` (:mod:`.root_motion`); ``pose``, ``units``, ``import_settings``,
 ``deform_factor.mode``/``source``, ``error_report.deform_factor``, ``by_deform_factor`` and
 ``any_deform_factor_max``; ``error_report.oracle_gap``; ``options``; ``auto`` (a bone texture that
-carries Auto, :mod:`.auto`), ``mesh_attributes.auto_rest`` and ``error_report.auto``. The specification
+carries Auto, :mod:`.auto`), ``mesh_attributes.auto_rest`` and ``error_report.auto``; ``source`` and
+``files`` (what the bake is of, and its set of files). The specification
 a decoder is written from is ``shaders/FORMAT.md``.
 """
 
@@ -209,6 +210,8 @@ def build_metadata(
     factor: Mapping[str, str] | None = None,
     mesh_to_scene_scale: float | None = None,
     options: Mapping[str, Any] | None = None,
+    source: Mapping[str, str] | None = None,
+    files: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known.
     ``options``: what the bake was asked for (the add-on's ``BakeOptions.record()``), kept as the
@@ -221,7 +224,10 @@ def build_metadata(
     factor's ``mode`` (``GLOBAL``, ``VERTEX_GROUP``, ``AUTO``, ``MIXED``) and ``source`` (``object``:
     each object's own settings; ``bake``: numbers given to the bake). ``mesh_to_scene_scale`` is how
     many scene units one mesh unit is (the first mesh's world matrix at the first sample, its largest
-    axis scale): texture values are in mesh units, the error report in scene units.
+    axis scale): texture values are in mesh units, the error report in scene units. ``source`` (the
+    object, the .blend file and the kind baked) and ``files`` (the set's file names: ``image``, ``sidecar``,
+    ``gltf``, ``babylon``) are the optional ``source`` and ``files`` blocks (additive in format version 1):
+    what a later bake of the same names reads to tell its own files from others'.
     """
     if unkeyed_bones not in UNKEYED_BONES:
         raise ValueError(f"unkeyed_bones must be one of {UNKEYED_BONES}, got {unkeyed_bones!r}")
@@ -295,6 +301,10 @@ def build_metadata(
         meta["error_report"] = dict(error_report)
     if options is not None:
         meta["options"] = dict(options)
+    if source is not None:
+        meta["source"] = dict(source)
+    if files is not None:
+        meta["files"] = dict(files)
     return meta
 
 
