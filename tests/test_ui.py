@@ -212,27 +212,30 @@ def test_the_bake_dialog_draws_its_settings(ui):
     rna = operator_properties(cls.bl_idname)
     layout = RecordingLayout()
     actions = [SimpleNamespace(name="Walk", use=True, bl_rna=rna.properties["actions"].fixed_type)]
-    dialog = Drawn(
-        cls, layout, bl_rna=rna, actions=actions, tolerance=0.0, action_source="LISTED", kind="BONE_DQ"
-    )
+    options = importlib.import_module(ui.addon.__name__ + ".animtex.options")
+    values = {name: getattr(options.BakeOptions(), name) for name, o in options.declared() if o.ui}
+    values.update(action_source="LISTED", kind="BONE_DQ")
+    dialog = Drawn(cls, layout, bl_rna=rna, actions=actions, **values)
     cls.draw(dialog, bpy.context)
-    assert layout.props() == [
-        "directory",
-        "file_name",
+    assert layout.props() == [  # top-down by what depends on what (tests/animtex/test_dialog.py)
+        "action_source",
+        "use",
         "kind",
+        "tolerance",
         "precision",
         "frame_step",
-        "tolerance",
-        "action_source",
         "unkeyed_bones_at_rest",
         "runtime_auto",
-        "use",
         "max_width",
         "power_of_two",
         "embed_metadata",
+        "directory",
+        "file_name",
+        "replace_files",
         "write_mesh_data",
         "export_gltf",
         "export_babylon",
+        "memory_budget",
     ]
     assert [c.text for c in layout.calls if c.kind == "prop" and c.args[1] == "use"] == ["Walk"]
 

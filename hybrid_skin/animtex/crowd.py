@@ -223,19 +223,26 @@ def preview_for(
         )
     try:
         meta = load_sidecar(sidecar.read_text(encoding="utf-8"))
-    except ValueError as error:  # a damaged or foreign file where the bake wrote its sidecar
+        image_name = meta["image"]
+    except (ValueError, KeyError, TypeError) as error:  # a damaged or foreign file where the sidecar was
         raise HybridSkinError(
-            f"{sidecar} is not a sidecar this add-on can read ({error}): bake again"
+            f"{sidecar} is not a sidecar this add-on can read ({type(error).__name__}: {error}): bake again"
         ) from None
-    image = file_beside(sidecar, meta["image"])
+    image = file_beside(sidecar, image_name)
     if not image.is_file():
         raise HybridSkinError(
             f"the texture of the last bake of '{obj.name}' is missing ({image}): move it back beside "
             f"{sidecar.name} or bake again"
         )
     channels = read_image(str(image))
-    texture_from_metadata(meta, channels)  # checks the image matches the sidecar
-    parts = _mesh_parts(meta, obj, scene)
+    try:  # checks the image matches the sidecar; a damaged sidecar's fields are named, never a traceback
+        texture_from_metadata(meta, channels)
+        parts = _mesh_parts(meta, obj, scene)
+    except (KeyError, TypeError, IndexError, ValueError) as error:
+        raise HybridSkinError(
+            f"{sidecar} is damaged or does not match its texture ({type(error).__name__}: {error}): "
+            "bake again"
+        ) from None
     if spacing <= 0.0:
         points = np.concatenate([p["positions"] @ p["matrix"][:3, :3].T for p in parts])
         spacing = 1.5 * float(np.linalg.norm(points.max(0)[:2] - points.min(0)[:2]) or 1.0)

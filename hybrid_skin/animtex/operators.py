@@ -26,7 +26,7 @@ from ..draw.shaders import ShaderCompileError
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator, JobOperator, in_modes, refuse
 from ..rig import rigid
-from . import bake, crowd
+from . import bake, crowd, dialog
 from . import options as options_module
 from .scene import compatible_actions, find_target
 
@@ -124,37 +124,10 @@ class HYBRID_SKIN_OT_bake_animation_texture(JobOperator, bpy.types.Operator):
             item.name = action.name
             item.use = chosen.get(action.name, action == active)
         self.use_modal = True
-        return context.window_manager.invoke_props_dialog(self, width=420)
+        return context.window_manager.invoke_props_dialog(self, width=560)
 
     def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.prop(self, "directory")
-        layout.prop(self, "file_name")
-        layout.prop(self, "kind")
-        col = layout.column()
-        col.active = self.tolerance == 0.0
-        col.prop(self, "precision")
-        col.prop(self, "frame_step")
-        layout.prop(self, "tolerance")
-        layout.prop(self, "action_source")
-        layout.prop(self, "unkeyed_bones_at_rest")
-        col = layout.column()
-        col.active = self.kind != "VERTEX"  # VERTEX bakes Auto into the positions anyway
-        col.prop(self, "runtime_auto")
-        if self.action_source == "LISTED":
-            box = layout.box().column(align=True)
-            for item in self.actions:
-                box.prop(item, "use", text=item.name)
-        row = layout.row(align=True)
-        row.prop(self, "max_width")
-        row.prop(self, "power_of_two", toggle=True)
-        row = layout.row(align=True)
-        row.prop(self, "embed_metadata", toggle=True)
-        row.prop(self, "write_mesh_data", toggle=True)
-        row.prop(self, "export_gltf", toggle=True)
-        row.prop(self, "export_babylon", toggle=True)
-
+        dialog.draw(self, context)
 
 HYBRID_SKIN_OT_bake_animation_texture.__annotations__.update(options_module.operator_properties())
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
+from ..core.budget import memory_budget
+from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator, JobOperator, in_modes, refuse
 from ..rig import baked, checks
 from . import baker
@@ -67,8 +69,12 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
         options={"SKIP_SAVE"},
     )
 
+    use_modal: BoolProperty(
+        options={"HIDDEN", "SKIP_SAVE"}, description="Run with a progress bar and Esc (set by the dialog)"
+    )
+
     job_label = "baking"
-    cancelled = "Bake cancelled: nothing was changed"
+    cancelled = "Bake cancelled: nothing was changed (a previous bake stays as it was)"
 
     @classmethod
     def poll(cls, context):
@@ -77,16 +83,20 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
             return refuse(cls, "Select the skinned mesh to bake")
         return in_modes(cls, context, "bake")
 
+    def _fill_range(self, scene) -> None:
+        """Start and End left out are the scene's: filled in, so the dialog and the Adjust Last Operation
+        panel show what is baked."""
+        if not self.properties.is_property_set("frame_start"):
+            self.frame_start = scene.frame_start
+        if not self.properties.is_property_set("frame_end"):
+            self.frame_end = scene.frame_end
+
     def make_job(self, context) -> baker.Baker:
         scene = context.scene
         if self.target == "CURRENT":
             frames = [scene.frame_current]
         else:
-            # Filled in when left out, so the Adjust Last Operation panel shows what was baked.
-            if not self.properties.is_property_set("frame_start"):
-                self.frame_start = scene.frame_start
-            if not self.properties.is_property_set("frame_end"):
-                self.frame_end = scene.frame_end
+            self._fill_range(scene)
             frames = baker.bake_frames(self.frame_start, self.frame_end, self.frame_step)
         return baker.Baker(
             context, context.active_object, self.target, frames, self.filepath,
@@ -100,16 +110,62 @@ class HYBRID_SKIN_OT_bake_deformation(JobOperator, bpy.types.Operator):
         return {"FINISHED"}
 
     def execute(self, context):
+        if self.use_modal and context.window is not None:
+            return self.start_job(context)  # after the dialog or the file browser: progress, Esc
         return self.run_job(context)
 
     def invoke(self, context, event):
-        if self.target in ("PC2", "MDD") and not self.filepath:
+        """Shape keys: a dialog with the frames first; a point cache: the file browser (its side panel has
+        the same options); the current frame: at once."""
+        self._fill_range(context.scene)
+        self.use_modal = True
+        if self.target in ("PC2", "MDD"):
             extension = self.target.lower()
-            self.filepath = f"//{checks.file_name_for(context.active_object.name)}.{extension}"
+            if not self.filepath:
+                self.filepath = f"//{checks.file_name_for(context.active_object.name)}.{extension}"
             self.filter_glob = f"*.{extension}"
             context.window_manager.fileselect_add(self)  # execute() runs after the file is chosen
             return {"RUNNING_MODAL"}
+        if self.target == "SHAPE_KEYS":
+            return context.window_manager.invoke_props_dialog(self, width=420)
         return self.start_job(context)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "target")
+        col = layout.column(align=True)
+        col.enabled = self.target != "CURRENT"
+        col.prop(self, "frame_start")
+        col.prop(self, "frame_end")
+        col.prop(self, "frame_step")
+        if self.target in ("PC2", "MDD"):
+            layout.prop(self, "replace_file")
+        layout.prop(self, "memory_budget")
+        try:
+            lines = self._estimate(context)
+        except Exception as err:  # noqa: BLE001 - a dialog redraws: one line, never a traceback per redraw
+            lines = [(f"No estimate ({type(err).__name__}: {err})", "ERROR")]
+        for text, icon in lines:
+            layout.label(text=text, icon=icon)
+
+    def _estimate(self, context) -> list[tuple[str, str]]:
+        """What the bake will make, or the sentence it would be refused with (counts only, nothing baked)."""
+        obj = context.active_object
+        try:
+            if self.target == "CURRENT":
+                frames = [context.scene.frame_current]
+            else:
+                frames = baker.bake_frames(self.frame_start, self.frame_end, self.frame_step)
+            path = checks.absolute_path(self.filepath, "point cache") if self.target in ("PC2", "MDD") else ""
+            baker.check(obj, self.target, path, replace=self.replace_file)
+            why = baker.size_refusal(obj, self.target, frames, memory_budget(self.memory_budget), path)
+        except HybridSkinError as err:
+            return [(str(err), "ERROR")]
+        if why is not None:
+            return [(why, "ERROR")]
+        what = {"PC2": "frames in the cache", "MDD": "frames in the cache"}.get(self.target, "shape keys")
+        return [(f"{len(frames):,} {what} of {len(obj.data.vertices):,} vertices", "INFO")]
 
 
 class HYBRID_SKIN_OT_clear_bake(GuardedOperator, bpy.types.Operator):

@@ -173,8 +173,9 @@ def test_another_objects_bake_is_replaced_only_when_asked(addon, tmp_path):
     activate(extra)
     before = snapshot([tmp_path])
     with work_done() as work:
-        text = refused(texture_bake, "is the bake of 'Hero' from an unsaved file", folder=tmp_path,
-                       file_name="crowd")  # fmt: skip
+        where = os.path.basename(bpy.data.filepath) or "an unsaved file"
+        said = f"is the bake of 'Hero' from {where}"
+        text = refused(texture_bake, said, folder=tmp_path, file_name="crowd")
     assert work.frames == 0 and "tick Replace Files" in text
     same_as(before, [tmp_path], "after a refused bake")
     assert texture_bake(tmp_path, file_name="crowd", replace_files=True) == {"FINISHED"}

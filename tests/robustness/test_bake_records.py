@@ -101,3 +101,25 @@ def test_the_command_line_names_the_damaged_object(addon, tmp_path):
     assert list(out.iterdir()) == []
     done = cli("--object", "Other")  # the other mesh bakes
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda meta: meta.pop("image"), "is not a sidecar this add-on can read (KeyError"),
+        (lambda meta: meta["clips"][0].pop("frame_count"), "does not match its texture (KeyError"),
+        (lambda meta: meta["layout"].update(width="wide"), "does not match its texture (ValueError"),
+    ],
+    ids=["no image", "a clip without its frame count", "a width that is not a number"],
+)
+def test_crowd_preview_names_a_damaged_sidecar(addon, tmp_path, edit, said):
+    """The last bake's sidecar, damaged after the bake: one sentence naming the file, never a traceback."""
+    arm, obj = rig()
+    bake = bpy.ops.hybrid_skin.bake_animation_texture
+    assert bake(directory=str(tmp_path), file_name="crowd") == {"FINISHED"}
+    sidecar = tmp_path / "crowd.json"
+    meta = json.loads(sidecar.read_text())
+    edit(meta)
+    sidecar.write_text(json.dumps(meta))
+    text = refused(bpy.ops.hybrid_skin.crowd_preview, said, count=4)
+    assert str(sidecar) in text, text
