@@ -24,12 +24,15 @@ __all__ = [
     "deform_bones",
     "evaluated_positions",
     "image_pixels",
+    "modifier_input",
+    "modifier_input_path",
     "object_matrix",
     "point_attribute",
     "pose_channels",
     "read_vertex_group_entries",
     "segment_matrices",
     "set_attribute",
+    "set_modifier_input",
     "set_image_pixels",
     "set_pose_channels",
     "set_shape_key_points",
@@ -275,3 +278,51 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     triangles = _flat(mesh.loop_triangles, "loops", t, 3, dtype=np.int32)
     corner_vertex = corner_vertices(mesh)
     return triangles, corner_vertex, corner_normals(mesh)
+
+
+# ------------------------------------------------------------------------------ modifier inputs
+# A Geometry Nodes modifier's inputs are ID properties of the modifier up to Blender 5.1
+# (``mod["Socket_2"]``, animated at ``modifiers["Mix"]["Socket_2"]``) and RNA structs from 5.2
+# (``mod.properties.inputs.Socket_2.value``, animated at ``modifiers["Mix"].properties.inputs.Socket_2.value``).
+def _input_identifier(mod: bpy.types.NodesModifier, name: str) -> str:
+    tree = mod.node_group
+    for item in tree.interface.items_tree if tree is not None else ():
+        if item.item_type == "SOCKET" and item.in_out == "INPUT" and item.name == name:
+            return item.identifier
+    raise KeyError(f"modifier '{mod.name}' has no input named {name!r}")
+
+
+def modifier_input(mod: bpy.types.NodesModifier, name: str):
+    """The value of the Geometry Nodes modifier's input ``name`` (its interface name)."""
+    identifier = _input_identifier(mod, name)
+    if hasattr(mod, "properties"):
+        return getattr(mod.properties.inputs, identifier).value
+    return mod[identifier]
+
+
+def set_modifier_input(mod: bpy.types.NodesModifier, name: str, value) -> None:
+    """Set the modifier's input ``name``; unchanged values are not written (no needless update)."""
+    identifier = _input_identifier(mod, name)
+    if hasattr(mod, "properties"):
+        socket = getattr(mod.properties.inputs, identifier)
+        if socket.value == value:
+            return
+        socket.value = value
+    elif identifier not in mod.keys() or mod[identifier] != value:
+        mod[identifier] = value
+    else:
+        return
+    mod.id_data.update_tag()  # neither way of setting an input tells the depsgraph
+
+
+def modifier_input_path(mod: bpy.types.NodesModifier, name: str) -> str:
+    """The object-relative data path that animates the modifier's input ``name``."""
+    identifier = _input_identifier(mod, name)
+    base = f"modifiers[{_quoted(mod.name)}]"
+    if hasattr(mod, "properties"):
+        return f"{base}.properties.inputs.{identifier}.value"
+    return f'{base}["{identifier}"]'
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'

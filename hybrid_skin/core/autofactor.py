@@ -99,6 +99,7 @@ __all__ = [
     "round_factors",
     "vertex_factors",
     "vertex_geometry",
+    "weight_sums",
 ]
 
 #: The profiles, as ``Object.hybrid_skin.auto_profile`` names them.
@@ -362,6 +363,18 @@ def round_factors(
     return out
 
 
+def weight_sums(weights_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(W, P)`` per vertex from ``(K, m)`` weights (influence-major, any float type): the total weight
+    and the sum over influence pairs ``sum_{i<j} w_i w_j``, without cancellation (each weight times the
+    weight of the influences before it). Rest data: the node tree reads them stored at bind, the same
+    numbers as here."""
+    v = np.asarray(weights_t)
+    total = v.sum(axis=0)
+    before = np.zeros_like(v)
+    np.cumsum(v[:-1], axis=0, out=before[1:])
+    return total, np.einsum("kn,kn->n", v, before)
+
+
 def _round_chunk(
     table: np.ndarray, idx: np.ndarray, w: np.ndarray, geometry: np.ndarray, shape: RoundShape,
     presence: float, dtype: type = np.float32,
@@ -375,7 +388,7 @@ def _round_chunk(
     v = np.ascontiguousarray(w.T)  # (K, m)
     x = np.take(table, idx.T, axis=1)  # (8, K, m)
     x -= x[:, :1, :].copy()  # relative to the first influence: nearby values subtract exactly (Sterbenz)
-    total = v.sum(axis=0)
+    total, pairs = weight_sums(v)
     scale = np.divide(f32(1.0), total, out=np.zeros_like(total), where=total > 0.0)
     mean = np.einsum("kn,ckn->cn", v, x) * scale
     x -= mean[:, None, :]
@@ -387,9 +400,6 @@ def _round_chunk(
     m2 = np.einsum("kn,kn->n", v, swing_sq)
     m4 = np.einsum("kn,kn,kn->n", v, swing_sq, swing_sq)
     s = m2 * total
-    before = np.zeros_like(v)  # the weight of the influences before each: P without cancellation
-    np.cumsum(v[:-1], axis=0, out=before[1:])
-    pairs = np.einsum("kn,kn->n", v, before)
     n = total.shape[0]
     joint = np.divide(ah, aa, out=np.zeros_like(ah), where=aa > 0.0)  # (3, m)
     off = geometry[:, :3].T - joint

@@ -1,19 +1,21 @@
-"""Application handlers of the rig layer: keep every object's Hybrid Skin setup whole and current as the
-scene changes. (Each feature registers its own handlers for its own state: the viewport frees its GPU
-skins on load and undo, texture-bake summaries rebase their paths on save.)
+"""Application handlers of the rig layer: keep every object's Hybrid Skin setup whole as the scene changes.
+(Each feature registers its own handlers for its own state: the viewport frees its GPU skins on load and
+undo, texture-bake summaries rebase their paths on save.)
 
-* Load, undo and redo drop the caches; load, append and register set the display up on every object that
-  uses Hybrid Skin (an appended object arrives with the user's own setup: files are saved that way).
-* Saved .blend files hold the user's own modifier and display settings (restored in ``save_pre`` and set
-  up again in ``save_post``, or ``save_post_fail`` when the save failed), so a file opened without the
-  add-on looks exactly as before Hybrid Skin.
-* After every evaluation Blender reports (``depsgraph_update_post``, ``frame_change_post``): the setup is
-  synced (:func:`.setup.sync`: parts set up again, taken off an object whose Armature modifier was
-  applied or removed, taken off objects they were copied to, the GPU display hiding or stepping aside) and
-  the factor group follows an animated factor, the pose (Auto) and painted weights
-  (:func:`.factor_group.follow`). What these handlers change is evaluated by Blender's second pass of the same
-  update, so a script that sets the frame and calls ``view_layer.update()`` reads the right mesh.
-* Binds are told when Blender reports their mesh changed (weights painted or set by a script).
+The hybrid itself is Blender's data (:mod:`.setup`): a frame of playback in the Evaluated display costs the
+add-on nothing, except where Auto is the attribute path (:mod:`.auto_follow`). The handlers:
+
+* Load, undo and redo drop the caches and sync every object that uses Hybrid Skin (files of builds that
+  took the setup off on save are set up; version 1 setups are replaced; unreadable records are said once
+  and left alone).
+* Saved files hold the setup as it is. A GPU display shows Blender's stack for the save (``save_pre``) and
+  hides it again after (``save_post``, or ``save_post_fail``), so the file shows the hybrid anywhere. Objects
+  whose Auto is the attribute path are named once per save: elsewhere they render this frame's factors.
+* After an edit Blender reports (``depsgraph_update_post``): the setup is synced for the objects it reports
+  (parts set up again, taken off an object whose Armature modifier went, taken off objects they were copied
+  to), the bind's data follows weight edits, and the settings' animation is copied to the Mix modifier.
+* At every frame (``frame_change_post``) only GPU displays (step aside or draw), attribute-path Auto, and
+  a viewport render (the GPU display steps aside for it) need anything.
 """
 
 from __future__ import annotations
@@ -22,47 +24,63 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import runtime
-from . import bind, escaped, factor_group, readers, setup, stack
+from . import auto_follow, bind, escaped, mirror, parts, readers, setup, stack
 from .state import RigState, rig_state
+
+__all__ = ["enabled_objects", "reapply_all", "remove_all"]
+
+#: Seconds between checks that a viewport render (playblast) is still running.
+RENDER_POLL_S = 0.5
 
 
 def enabled_objects() -> list[bpy.types.Object]:
     """Local meshes that use Hybrid Skin. Linked objects and library overrides are left as their library
-    has them: the library's file was saved with its own setup restored, and changing an override's
-    modifiers on load would store that change in the user's file."""
-    return [
-        o
-        for o in bpy.data.objects
-        if o.type == "MESH" and setup.is_local(o) and o.hybrid_skin.enabled
-    ]
+    has them: the library's file holds its own setup, evaluated by Blender like any modifier."""
+    return [o for o in bpy.data.objects if o.type == "MESH" and setup.is_local(o) and o.hybrid_skin.enabled]
 
 
 def reapply_all() -> None:
+    """Sync every object that uses Hybrid Skin (set up where the setup is missing or of an older build)."""
     objects = enabled_objects()
-    with bind.own_edits(objects):  # one evaluation for all of them (a save runs this), not two per object
+    with bind.own_edits(objects):  # one evaluation for all of them, not two per object
         for obj in objects:
-            setup.apply(obj)
+            setup.sync(obj)
 
 
-def restore_all() -> None:
-    objects = enabled_objects()
+def remove_all() -> list[str]:
+    """Take Hybrid Skin off every local object of the file (File ▸ Clean Up); returns their names."""
+    objects = [o for o in bpy.data.objects if o.type == "MESH" and setup.is_local(o) and o.hybrid_skin.saved_state]
+    objects += [o for o in enabled_objects() if o not in objects]
+    names = []
     with bind.own_edits(objects):
         for obj in objects:
+            if setup.unreadable(obj):
+                continue
             setup.restore(obj)
+            obj.hybrid_skin.enabled = False
+            names.append(obj.name)
+    escaped_all()
+    return names
 
 
-def _clean_all() -> None:
+def escaped_all() -> None:
     for obj in bpy.data.objects:
         escaped.clean_escaped(obj)
+
+
+def _forget_all() -> None:
+    bind.forget_all()
+    auto_follow.forget()
+    state = rig_state()
+    state.tree_sources.clear()
+    state.draw_failures.clear()
 
 
 @persistent
 def on_load_post(*_args) -> None:
     state = rig_state()
-    bind.forget_all()
+    _forget_all()
     bind.cache().edit_mode_meshes.clear()
-    factor_group.forget()
-    state.draw_failures.clear()
     state.saving = False
     runtime.get().reported.clear()  # another file: its problems are said again
     reapply_all()
@@ -70,37 +88,51 @@ def on_load_post(*_args) -> None:
 
 @persistent
 def on_save_pre(*_args) -> None:
-    """Until ``save_post`` the objects keep the user's own setup: no handler sets them up again meanwhile."""
-    rig_state().saving = True
-    restore_all()
+    """The file gets Blender's stack as it is; the GPU display shows it for the save. Attribute-path Auto
+    is named once per save: where the add-on is not installed it renders this frame's factors."""
+    state = rig_state()
+    state.saving = True
+    for obj in enabled_objects():
+        rec = setup.readable(obj)
+        if rec is None:
+            continue
+        if rec.gpu_draws:
+            with bind.own_edits([obj]):
+                setup.preview.show(obj, rec)
+                setup.store(obj, rec)
+        if rec.auto == setup.AUTO_ATTRIBUTE and obj.hybrid_skin.factor_mode == "AUTO":
+            frame = bpy.context.scene.frame_current
+            print(
+                f"Hybrid Skin: '{obj.name}' is saved with Auto's factors of frame {frame} ({rec.auto_reason}): "
+                "where Hybrid Skin is not installed, Blender renders those factors at every frame"
+            )
 
 
 @persistent
 def on_save_post(*_args) -> None:
-    """After a save, or one that failed (``save_post_fail``)."""
+    """After a save, or one that failed (``save_post_fail``): GPU displays hide the stack again."""
     rig_state().saving = False
-    reapply_all()
+    objects = [o for o in enabled_objects() if o.hybrid_skin.display == "GPU"]
+    with bind.own_edits(objects):
+        for obj in objects:
+            setup.sync(obj)
 
 
 @persistent
 def on_undo_redo(*_args) -> None:
-    bind.forget_all()
-    # The step brought its own factor group back, which may lag the user's factor group it brought (a
-    # stroke's step is pushed before the timer writes): every group is written again if it differs.
-    factor_group.forget()
+    _forget_all()
     for obj in enabled_objects():  # a step may hold another mode than the one it brings back
         setup.sync(obj)
 
 
 @persistent
 def on_blend_import(*_args) -> None:
-    """Append or link from another file: appended objects that use Hybrid Skin arrive with the user's own
-    setup (files are saved that way, and append runs no load handler): set them up; parts that arrived on
-    objects that do not use Hybrid Skin are taken off."""
+    """Append or link: appended objects that use Hybrid Skin are synced (those from files of builds that
+    took the setup off on save are set up); parts that arrived on objects that do not use it are removed."""
     for obj in enabled_objects():
         if not setup.is_applied(obj):
             setup.apply(obj)
-    _clean_all()
+    escaped_all()
 
 
 @persistent
@@ -110,21 +142,30 @@ def on_depsgraph_update(scene, depsgraph) -> None:
         return  # an evaluation this handler started (a rebind), or a save under way
     state.in_handler = True
     try:
-        _after_evaluation(state, depsgraph, frame_change=False)
+        _after_edit(state, depsgraph)
     finally:
         state.in_handler = False
 
 
-def _after_evaluation(state: RigState, depsgraph: bpy.types.Depsgraph, frame_change: bool) -> None:
-    """What both handlers do after Blender evaluated the scene (a frame change evaluates edits, new objects
-    and modifiers made since the last update without calling ``depsgraph_update_post``)."""
-    state.bump()  # a counter: cached GPU state re-checks itself at the next draw
+@persistent
+def on_frame_change(scene=None, depsgraph=None, *_args) -> None:
+    state = rig_state()
+    if state.in_handler or state.saving or depsgraph is None:
+        return
+    state.in_handler = True
+    try:
+        _after_frame(state, depsgraph)
+    finally:
+        state.in_handler = False
+
+
+def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
+    """After Blender evaluated an edit (not a frame change)."""
+    state.bump()  # a counter: cached GPU state re-checks itself at its next draw
     updates = list(depsgraph.updates)
-    if frame_change or any(isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in updates):
-        state.pose_generation += 1  # a pose may have changed: Auto factors follow it
-    # Weights or vertices may have changed (in the UI, or by a script: background mode too): binds of the
-    # mesh are compared before their next use. Pose changes do not report a mesh's data.
-    edited = edited_meshes(depsgraph, updates, frame_change)
+    if any(isinstance(u.id, bpy.types.Object) and u.id.type == "ARMATURE" for u in updates):
+        state.pose_generation += 1  # a pose may have changed: Auto follows
+    edited = edited_meshes(depsgraph, updates)
     if edited:
         bind.mark_edited(edited)
     changed = [o for o in _reported_objects(updates) if o.session_uid not in state.held]
@@ -133,22 +174,83 @@ def _after_evaluation(state: RigState, depsgraph: bpy.types.Depsgraph, frame_cha
         if failure is not None and failure[1] != stack.signature(obj):
             del state.draw_failures[obj.session_uid]  # the stack changed since the display failed: try again
         escaped.clean_escaped(obj)
+    animation = any(isinstance(u.id, bpy.types.Action) for u in updates)
     objects = [o for o in enabled_objects() if o.session_uid not in state.held]
     gpu = [o for o in objects if o.hybrid_skin.display == "GPU"]
     read = readers.mesh_readers(gpu)
     ids = {o.session_uid for o in changed}
     for obj in objects:
-        # Every GPU display (what reads it may have changed anywhere), objects reported, and objects that
-        # arrived without their setup (appended: append runs no load handler).
+        # Objects reported, every GPU display (what reads it may have changed anywhere), and objects that
+        # arrived without their setup (appended from a file of an earlier build).
         if obj.session_uid in ids or obj in gpu or not setup.is_applied(obj):
             setup.sync(obj, read.get(obj.session_uid), depsgraph)
-    for obj in objects:
-        # The factor group follows an animated factor, the pose (Auto) and painted weights; a frame change
-        # may move any of them.
-        uid = obj.session_uid
-        auto = obj.hybrid_skin.factor_mode == "AUTO"
-        if frame_change or auto or uid in ids or not factor_group.is_current(obj):
-            factor_group.follow(obj)
+        rec = setup.readable(obj) if obj.hybrid_skin.saved_state else None
+        if rec is None:
+            continue
+        if obj.session_uid in ids:
+            auto_follow.refresh(obj, rec)
+            rec = setup.readable(obj)
+        if (obj.session_uid in ids or animation) and rec is not None and rec.parts:
+            _mirror(obj, rec)
+        auto_follow.follow(obj, rec)
+
+
+def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
+    """After a frame change: only what Blender does not evaluate by itself (see the module docstring)."""
+    rendering = _viewport_rendering()
+    if rendering != state.viewport_render:
+        state.viewport_render = rendering
+        if rendering and not bpy.app.timers.is_registered(_after_viewport_render):
+            bpy.app.timers.register(_after_viewport_render, first_interval=RENDER_POLL_S, persistent=True)
+    busy = [
+        o for o in enabled_objects()
+        if o.session_uid not in state.held
+        and (o.hybrid_skin.display == "GPU" or (o.hybrid_skin.factor_mode == "AUTO" and _attribute_auto(o)))
+    ]
+    if not busy:
+        return
+    state.bump()
+    state.pose_generation += 1
+    read = readers.mesh_readers([o for o in busy if o.hybrid_skin.display == "GPU"])
+    for obj in busy:
+        if obj.hybrid_skin.display == "GPU":
+            setup.sync(obj, read.get(obj.session_uid), depsgraph)
+        auto_follow.follow(obj, setup.readable(obj))
+
+
+def _attribute_auto(obj: bpy.types.Object) -> bool:
+    rec = setup.readable(obj) if obj.hybrid_skin.saved_state else None
+    return rec is not None and rec.auto == setup.AUTO_ATTRIBUTE
+
+
+def _mirror(obj: bpy.types.Object, rec) -> None:
+    mix = parts.find(obj, rec.parts)[parts.MIX]
+    if mix is None:
+        return
+    mirrored = mirror.sync(obj, mix, rec.mirrored)
+    if mirrored != rec.mirrored:
+        rec.mirrored = mirrored
+        setup.store(obj, rec)
+
+
+def _viewport_rendering() -> bool:
+    """A viewport render (View ▸ Viewport Render Animation) runs: its frames draw no add-on callback."""
+    wm = getattr(bpy.context, "window_manager", None)
+    return wm is not None and any(
+        op.bl_idname == "RENDER_OT_opengl" for w in wm.windows for op in w.modal_operators
+    )
+
+
+def _after_viewport_render() -> float | None:
+    """Timer: once the viewport render is over, GPU displays draw again."""
+    if runtime.current() is None:
+        return None
+    if _viewport_rendering():
+        return RENDER_POLL_S
+    rig_state().viewport_render = False
+    for obj in [o for o in enabled_objects() if o.hybrid_skin.display == "GPU"]:
+        setup.sync(obj)
+    return None
 
 
 def _reported_objects(updates) -> list[bpy.types.Object]:
@@ -176,11 +278,8 @@ def edited_meshes(
     """``session_uid`` of the meshes whose data the update reports changed, out of Edit Mode (whose edits
     reach the mesh when it is left: a mesh seen in Edit Mode counts as edited when it is out of it). The
     updates hold the evaluated copies, whose ``session_uid`` is 0: their originals'. A frame change also
-    reports every mesh whose data or shape keys are animated: those are left out then (their edits are
-    seen at the next evaluation that is not a frame change). Not seen:
-    weights edited in the same evaluation as the object's transform or one of its properties changes (a
-    script that does both, or edits and then changes the frame of an animated object, before anything
-    evaluates the scene)."""
+    reports every mesh whose data or shape keys are animated: those are left out then. Not seen: weights
+    edited in the same evaluation as the object's transform or one of its properties changes."""
     if depsgraph is None:
         return set()
     updates = list(depsgraph.updates) if updates is None else updates
@@ -192,8 +291,6 @@ def edited_meshes(
         for u in updates
         if u.is_updated_transform and isinstance(u.id, bpy.types.Object) and u.id.type == "MESH"
     }
-    # Meshes seen in Edit Mode and now out of it: whatever the edit changed is in the mesh now (its update
-    # also reports the object's transform, so the rule above would leave it out).
     editing, left = bind.cache().edit_mode_meshes, set()
     for mesh in {u.id.original for u in updates if isinstance(u.id, bpy.types.Mesh)}:
         if mesh.is_editmode:
@@ -208,24 +305,12 @@ def edited_meshes(
     return {m.session_uid for m in meshes} | left
 
 
-@persistent
-def on_frame_change(scene=None, depsgraph=None, *_args) -> None:
-    state = rig_state()
-    if state.in_handler or state.saving or depsgraph is None:
-        return
-    state.in_handler = True
-    try:
-        _after_evaluation(state, depsgraph, frame_change=True)
-    finally:
-        state.in_handler = False
-
-
 _HANDLERS = (
     ("load_post", on_load_post),
     ("save_pre", on_save_pre),
     ("save_post", on_save_post),
-    # A save that fails (unwritable folder, full disk) must re-arm too: save_pre restored the user's setup,
-    # and without this the GPU display would draw over Blender's own mesh.
+    # A save that fails (unwritable folder, full disk) must re-arm too: save_pre showed the GPU display's
+    # stack, and without this the preview and Blender would both draw the mesh.
     ("save_post_fail", on_save_post),
     ("undo_post", on_undo_redo),
     ("redo_post", on_undo_redo),
@@ -236,7 +321,7 @@ _HANDLERS = (
 
 
 def _rearm_after_register() -> None:
-    """bpy.data is read-only while add-ons register at startup: re-apply on the first tick."""
+    """bpy.data is read-only while add-ons register at startup: sync on the first tick."""
     reapply_all()
     return None
 
@@ -244,7 +329,7 @@ def _rearm_after_register() -> None:
 def register() -> None:
     for name, func in _HANDLERS:
         getattr(bpy.app.handlers, name).append(func)
-    if isinstance(bpy.data, bpy.types.BlendData):  # enabled in a running session: re-apply now
+    if isinstance(bpy.data, bpy.types.BlendData):  # enabled in a running session: sync now
         reapply_all()
     else:
         # Persistent: Blender 4.2 crashes at exit after a file load dropped a pending non-persistent timer
@@ -253,10 +338,17 @@ def register() -> None:
 
 
 def unregister() -> None:
-    for timer in (_rearm_after_register, factor_group.write_queued):
+    """Disabling or uninstalling leaves every setup in place — it is Blender's own data, and renders the
+    hybrid without the add-on — except what only the add-on can draw: GPU displays show Blender's stack."""
+    for timer in (_rearm_after_register, auto_follow.write_queued, _after_viewport_render):
         if bpy.app.timers.is_registered(timer):
             bpy.app.timers.unregister(timer)
     for name, func in reversed(_HANDLERS):
         getattr(bpy.app.handlers, name).remove(func)
-    restore_all()  # disabling or uninstalling leaves the user's objects exactly as they were
+    for obj in enabled_objects():
+        rec = setup.readable(obj)
+        if rec is not None and rec.hidden:
+            with bind.own_edits([obj]):
+                setup.preview.show(obj, rec)
+                setup.store(obj, rec)
     bind.forget_all()

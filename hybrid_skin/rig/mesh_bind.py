@@ -160,7 +160,7 @@ class MeshBind:
     def mesh_moved(self, obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> bool:
         """Whether the mesh's own vertices moved since the bind (edited without Rebind). A rest input that
         can animate (shape keys, modifiers above) is re-read at every pose anyway: never stale."""
-        modifiers = list(obj.modifiers)
+        modifiers = stack.user_modifiers(obj)
         if obj.data.shape_keys is not None or any(m.show_viewport for m in modifiers[: modifiers.index(mod)]):
             return False
         return not np.array_equal(bridge.vertex_positions(obj.data), self.rest_positions)
@@ -168,7 +168,7 @@ class MeshBind:
     def refresh_rest(self, obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> bool:
         """Re-read the rest input when shape keys or modifiers above may animate it; True if it moved."""
         mod = self.modifier(obj)
-        modifiers = list(obj.modifiers)
+        modifiers = stack.user_modifiers(obj)
         above = modifiers[: modifiers.index(mod)]
         dynamic = obj.data.shape_keys is not None or any(m.show_viewport for m in above)
         if not dynamic:

@@ -43,9 +43,9 @@ def add_mix_modifier(
 @contextmanager
 def native_mix(obj: bpy.types.Object, deform_factor: float):
     """Within the block, ``obj`` evaluates to Blender's LBS/DQS mix at scalar ``deform_factor`` (Hybrid
-    Skin's own Preserve Volume modifier, if set up, is hidden meanwhile: it would mix a second time)."""
+    Skin's own modifiers, if set up, are hidden meanwhile: they would mix a second time)."""
     mod = stack.armature_modifier(obj)
-    mixes = [m for m in obj.modifiers if stack.is_mix_modifier(m) and m.show_viewport]
+    mixes = [m for m in obj.modifiers if stack.is_part(m) and m.show_viewport]
     saved = (mod.use_deform_preserve_volume, mod.show_viewport)
     group = extra = None
     with contextlib.ExitStack() as context:

@@ -1,8 +1,9 @@
 """What Hybrid Skin set up on an object and what of the user's it changed: one versioned record.
 
-The record is saved in ``Object.hybrid_skin.saved_state`` (:mod:`..saved`) so that it survives undo and the
-files Blender writes without the add-on's save handler (autosave, ``quit.blend``); earlier builds wrote an
-untyped dict, lifted by :func:`_migrate`. Modifiers are referred to as ``[persistent_uid, name]``
+The record is saved in ``Object.hybrid_skin.saved_state`` (:mod:`..saved`), with the setup itself: saved files
+hold Blender's own hybrid (version 2). Earlier builds wrote an untyped dict (lifted by :func:`_migrate`) and,
+in version 1, set up a Multi Modifier Armature modifier mixing by a vertex group, which the record still
+names so that it is taken off exactly. Modifiers are referred to as ``[persistent_uid, name]``
 (``stack.modifier_ref``): a rename keeps them found.
 """
 
@@ -17,7 +18,7 @@ __all__ = ["FACTOR_GROUP", "MIX_MODIFIER", "DisplayRecord", "load", "save"]
 #: The name of the Preserve Volume Armature modifier Hybrid Skin adds (Blender appends ``.001`` when the
 #: user has one of that name).
 MIX_MODIFIER = "HybridSkin DQS"
-#: The name of the vertex group that holds every vertex's deform factor (``.001`` … likewise).
+#: Version 1's vertex group that held every vertex's deform factor (``.001`` … likewise).
 FACTOR_GROUP = "HybridSkin Factor"
 
 
@@ -25,7 +26,7 @@ FACTOR_GROUP = "HybridSkin Factor"
 class DisplayRecord(SavedRecord):
     """Hybrid Skin's setup of one mesh object (see the module docstring)."""
 
-    VERSION = 1
+    VERSION = 2
     WHAT = "display setup"
 
     #: The object's name when the setup was made: a copy (Duplicate, Separate) carries the record with
@@ -40,14 +41,28 @@ class DisplayRecord(SavedRecord):
     #: The user's Preserve Volume on the followed modifier (Hybrid Skin sets it off: that one is the LBS
     #: part); None when it was not changed.
     preserve_volume: bool | None = None
-    #: The Preserve Volume modifier Hybrid Skin added after the followed one (the DQS part); None: none.
+    #: Version 1: the Multi Modifier Preserve Volume modifier it added after the followed one; None: none.
     mix: list | None = None
-    #: The vertex group the added modifier mixes by: every vertex's deform factor.
+    #: Version 1: the vertex group that modifier mixed by (every vertex's deform factor).
     factor_group: str = ""
     #: Whether Remove deletes the factor group (records of early builds reused a group of the user's).
     owns_group: bool = True
-    #: Modifiers the GPU display hides in the viewport while it draws, each ``[uid, name, user's value]``.
+    #: Version 2: Hybrid Skin's modifiers by role (``parts.ROLES``), each ``[persistent_uid, name]``.
+    parts: dict = field(default_factory=dict)
+    #: Node trees made for this object (its Mix tree), removed with the setup when nothing else uses them.
+    trees: list = field(default_factory=list)
+    #: Point attributes the bind stored on the mesh for the Mix tree, removed with the setup.
+    attributes: list = field(default_factory=list)
+    #: Copies of the settings' animation on the Mix modifier's inputs (``mirror.sync``).
+    mirrored: list = field(default_factory=list)
+    #: How Auto is evaluated: "TREE" (by Blender, from the pose) or "ATTRIBUTE" (written by the add-on at
+    #: each evaluation), and why not by the tree.
+    auto: str = ""
+    auto_reason: str = ""
+    #: Modifiers hidden in the viewport, each ``[uid, name, user's value]``: by the GPU display while it
+    #: draws, or ("PAINT" in ``hidden_for``) Hybrid Skin's parts while the object is painted.
     hidden: list = field(default_factory=list)
+    hidden_for: str = ""
     #: Why the GPU display lets Blender draw the object now (a code of ``setup.ASIDE``), "" if it draws.
     aside: str = ""
     #: The factor group is due to be written back in Object Mode (the mode it was left from).
@@ -56,7 +71,7 @@ class DisplayRecord(SavedRecord):
     @property
     def gpu_draws(self) -> bool:
         """Blender's deformation and drawing of the mesh are hidden: the add-on draws it."""
-        return bool(self.hidden)
+        return bool(self.hidden) and self.hidden_for != "PAINT"
 
 
 def load(text: str) -> DisplayRecord | None:
@@ -95,4 +110,10 @@ def _migrate(data: dict) -> dict:
     )
 
 
-DisplayRecord.MIGRATIONS = {0: _migrate}
+def _from_version_1(data: dict) -> dict:
+    """Version 1 set up a Multi Modifier mix by a vertex group: its ``mix`` and ``factor_group`` stay in the
+    record, which takes them off exactly; the handlers then set the object up again as today."""
+    return data
+
+
+DisplayRecord.MIGRATIONS = {0: _migrate, 1: _from_version_1}

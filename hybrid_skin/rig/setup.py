@@ -1,28 +1,21 @@
 """What Hybrid Skin sets up on a user's object, keeps right as the scene changes, and puts back exactly.
 
-Both displays set up Blender's exact hybrid: the user's Armature modifier as LBS, followed by a Preserve
-Volume Armature modifier with Multi Modifier (:data:`MIX_MODIFIER`) whose vertex group (:data:`FACTOR_GROUP`)
-holds every vertex's deform factor; Blender mixes ``(1-f)·LBS + f·DQS`` in C++. So renders, exporters,
-other objects (clothing, Boolean cutters, Geometry Nodes), instances, Convert, ray casts and scripts read the
-hybrid from Blender's own evaluation, as they read Blender's LBS without the add-on.
+Both displays set up Blender's exact hybrid as Blender's own data (:mod:`.parts`, trees in
+:mod:`.trees.stack_trees`): the user's Armature modifier as LBS, a Preserve Volume one as DQS, and Geometry
+Nodes modifiers that keep the LBS result and mix ``(1 - f) LBS + f DQS`` per vertex, ``f`` from the Mix
+modifier's inputs (the settings, and a copy of their animation: :mod:`.mirror`) or, for Auto, from the pose
+(Bone Info nodes, Blender 5.2+) or an attribute the add-on writes (:mod:`.auto_data`). The setup is saved
+with the file, so renders, exporters, other objects and other machines — with or without the add-on —
+evaluate the hybrid.
 
 * *Evaluated* (the default): that is all; Blender draws the mesh.
-* *GPU* (a fast preview): while nothing else needs the mesh, the two Armature modifiers are hidden in the
-  viewport (renders untouched) and the object is shown as bounds; the add-on's shaders draw the hybrid from
-  O(bones) per frame (:mod:`.viewport`). It steps aside — Blender's exact stack draws — whenever something
-  needs Blender's evaluation or its drawing (:func:`aside_reason`): a mode other than Object Mode (weight
-  colours, the edit cage, brushes), the Armature modifier hidden by the user, a modifier after it (Blender
-  draws the whole stack), weights a modifier above it changes, something that reads the mesh
-  (:mod:`.readers`), or a bind that fails. What it cannot see coming (an exporter or Convert evaluating the
-  viewport, a ray cast, a script reading the evaluated mesh) gets the rest pose while it draws: the panel
-  and README say so.
+* *GPU* (a fast preview): while nothing else needs the mesh, the skinning modifiers are hidden in the
+  viewport and the add-on's shaders draw the hybrid (:mod:`.preview` says when it steps aside).
 
 What was changed is recorded in ``Object.hybrid_skin.saved_state`` (:mod:`.record`); :func:`restore` puts
-everything back. :func:`sync` is called by the handlers for every change Blender reports and keeps the
-setup whole: parts deleted by the user are set up again, an Armature modifier applied or removed takes
-Hybrid Skin off; parts copied onto other objects are taken off them by :mod:`.escaped`. Each change
-the user did not ask for is said once (``runtime.report_once``). The factor group's values are written by
-:mod:`.factors`.
+everything back. :func:`sync` is called by the handlers for every change Blender reports and keeps the setup
+whole: parts deleted by the user are set up again, an Armature modifier applied or removed takes Hybrid Skin
+off, a record from a newer build or a damaged one is left alone (said once).
 """
 
 from __future__ import annotations
@@ -32,19 +25,35 @@ import bpy
 from .. import bridge, runtime
 from ..core.skinning import skin
 from ..errors import HybridSkinError
-from . import bind, checks, factor, factor_group, mesh_bind, native, readers, record, stack
-from .record import FACTOR_GROUP, MIX_MODIFIER, DisplayRecord
-from .state import rig_state
+from . import auto_data, bind, factor, mesh_bind, mirror, parts, preview, readers, record, stack
+from .preview import (
+    HIDDEN,
+    PAINT,
+    PAINT_MODES,
+    READ,
+    REFUSED,
+    RENDER,
+    TAIL,
+    aside_reason,
+    gpu_refusal,
+    is_local,
+)
+from .record import DisplayRecord
+from .state import hold, rig_state
+from .trees import auto_tree, builder, stack_trees
 
 __all__ = [
-    "FACTOR_GROUP",
     "HIDDEN",
-    "MIX_MODIFIER",
-    "aside_reason",
+    "READ",
+    "REFUSED",
+    "RENDER",
+    "TAIL",
     "apply",
+    "aside_reason",
     "gpu_draws",
     "gpu_refusal",
     "is_applied",
+    "is_local",
     "load",
     "restore",
     "settings_changed",
@@ -52,17 +61,34 @@ __all__ = [
     "sync",
 ]
 
-#: Why the GPU display steps aside besides a mode: the user hid the Armature modifier in the viewport.
-HIDDEN = "HIDDEN"
-#: ... a modifier after the Armature modifier (Blender draws the whole stack).
-TAIL = "TAIL"
-#: ... something reads the mesh (:mod:`.readers`).
-READ = "READ"
-#: ... the GPU display cannot show this object (:func:`gpu_refusal`) or failed to skin it.
-REFUSED = "REFUSED"
+#: The record's ``auto``: Blender evaluates Auto from the pose in the Mix tree ...
+AUTO_TREE = "TREE"
+#: ... or the add-on writes Auto's factors at each evaluation (``auto_reason`` says why).
+AUTO_ATTRIBUTE = "ATTRIBUTE"
+
 
 def load(obj: bpy.types.Object) -> DisplayRecord | None:
-    return record.load(obj.hybrid_skin.saved_state)
+    """The object's record; raises :class:`HybridSkinError` for a record this build cannot read (one saved by
+    a newer build, or damaged), naming the object."""
+    text = obj.hybrid_skin.saved_state
+    try:
+        return record.load(text)
+    except HybridSkinError as err:
+        raise HybridSkinError(f"'{obj.name}': {err}; it is left as it is") from None
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise HybridSkinError(
+            f"'{obj.name}' has a damaged Hybrid Skin record: it is left as it is (Remove Hybrid Skin from All "
+            "Objects in File ▸ Clean Up takes what can be found off)"
+        ) from None
+
+
+def readable(obj: bpy.types.Object) -> DisplayRecord | None:
+    """:func:`load`, or None after saying once why the record cannot be read (callbacks: never raise)."""
+    try:
+        return load(obj)
+    except HybridSkinError as err:
+        runtime.get().report_once(obj, err)
+        return None
 
 
 def store(obj: bpy.types.Object, rec: DisplayRecord | None) -> None:
@@ -77,93 +103,27 @@ def is_applied(obj: bpy.types.Object) -> bool:
 
 def gpu_draws(obj: bpy.types.Object) -> bool:
     """Whether the GPU display draws ``obj`` now: Blender's deformation and drawing of it are hidden."""
-    rec = load(obj)
+    try:
+        rec = load(obj)
+    except HybridSkinError:
+        return False
     return rec is not None and rec.gpu_draws
 
 
-def is_local(obj: bpy.types.Object) -> bool:
-    return obj.library is None and obj.override_library is None and obj.data.library is None
-
-
-# ----------------------------------------------------------------------------------- GPU refusals
-def gpu_refusal(obj: bpy.types.Object) -> str | None:
-    """Why the GPU display can never draw ``obj``, as one sentence, or None. It skins one Armature modifier
-    from the weights on the mesh: a second Armature modifier would be left out, and weights a modifier
-    above changes (at any frame) would have to be read back from Blender at every frame."""
-    if not is_local(obj):
-        return (
-            f"'{obj.name}' is linked from a library: Blender shows its library's own deformation "
-            "(make it local to use Hybrid Skin on it)"
-        )
-    armatures = [m for m in obj.modifiers if m.type == "ARMATURE" and not stack.is_mix_modifier(m)]
-    if len(armatures) > 1:
-        return (
-            f"'{obj.name}' has {len(armatures)} Armature modifiers and the GPU display skins only one: "
-            "Blender's own stack draws it (the Evaluated display)"
-        )
-    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
-    weighting = stack.weight_modifiers_above(obj, mod) if mod is not None else []
-    if weighting:
-        return (
-            f"Modifier '{weighting[0].name}' above the Armature modifier of '{obj.name}' can change its "
-            "weights at any frame, which the GPU display cannot follow: Blender's own stack draws it"
-        )
-    return None
-
-
-def aside_reason(
-    obj: bpy.types.Object,
-    mod: bpy.types.Modifier,
-    mix: bpy.types.Modifier | None,
-    reader: str | None,
-    depsgraph: bpy.types.Depsgraph | None = None,
-) -> tuple[str, str] | None:
-    """Why the GPU display lets Blender's exact stack draw ``obj`` now, as ``(code, sentence)``, or None
-    when it may draw it. ``reader``: what reads the mesh (:func:`.readers.mesh_readers`), if anything.
-    ``depsgraph``: the evaluation just made (a handler's), where the mesh the GPU display would skin is
-    Blender's evaluation with the skinning hidden: another vertex count than the mesh's means a modifier
-    above changes it, which the bind refuses with the same sentence."""
-    if obj.mode != "OBJECT":
-        return obj.mode, f"'{obj.name}' is in {obj.mode.replace('_', ' ').title()} Mode: Blender draws it"
-    modifiers = list(obj.modifiers)
-    after = modifiers[modifiers.index(mix if mix is not None else mod) + 1 :]
-    tail = [m for m in after if m.show_viewport]
-    failure = rig_state().draw_failures.get(obj.session_uid)
-    refusal = gpu_refusal(obj) or (failure[0] if failure else None)
-    if refusal is None and depsgraph is not None and not tail:
-        # With nothing after the skinning, Blender's evaluation has the vertex count the skinning gets.
-        if len(obj.evaluated_get(depsgraph).data.vertices) != len(obj.data.vertices):
-            refusal = checks.vertex_count_refusal(obj, mod)
-    if refusal is not None:
-        return REFUSED, refusal
-    if not _user_shown(obj, mod):
-        return HIDDEN, (
-            f"The Armature modifier of '{obj.name}' is hidden in the viewport: Blender shows the rest shape"
-        )
-    if tail:
-        return TAIL, (
-            f"Modifier '{tail[0].name}' comes after the Armature modifier of '{obj.name}': Blender draws the "
-            "whole stack (the GPU display draws the skinning alone)"
-        )
-    if reader is not None:
-        return READ, f"{reader}: Blender draws '{obj.name}' so that it sees the pose"
-    return None
-
-
-def _user_shown(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
-    """The user's own Show in Viewport of ``mod`` (the record holds it while the GPU display hides it)."""
-    rec = load(obj)
-    for uid, name, value in rec.hidden if rec is not None else ():
-        if stack.find_modifier(obj, [uid, name]) == mod:
-            return bool(value)
-    return mod.show_viewport
+def unreadable(obj: bpy.types.Object) -> bool:
+    """A record is there that this build cannot read: the object is left alone."""
+    try:
+        load(obj)
+    except HybridSkinError:
+        return True
+    return False
 
 
 # ----------------------------------------------------------------------------------------- restore
 def restore(obj: bpy.types.Object) -> None:
-    """Undo every change :func:`apply` made; the stack and settings come back exactly."""
-    if obj.hybrid_skin.saved_state:
-        with bind.own_edits([obj]):  # modifiers shown again: not an edit of what a bind read
+    """Undo every change :func:`apply` made; the stack, settings and animation come back exactly."""
+    if obj.hybrid_skin.saved_state and not unreadable(obj):
+        with bind.own_edits([obj]):  # modifiers shown again, parts removed: not an edit of what a bind read
             _restore(obj)
 
 
@@ -171,13 +131,29 @@ def _restore(obj: bpy.types.Object) -> None:
     rec = load(obj)
     if rec is None:
         return
-    factor_group.forget(obj)
-    _show(obj, rec)
+    preview.show(obj, rec)
+    found = parts.find(obj, rec.parts)
+    mix = found[parts.MIX]
+    trees = {*rec.trees, *([mix.node_group.name] if mix is not None and mix.node_group is not None else [])}
+    mirror.remove(obj, rec.mirrored)
+    parts.remove(obj, rec.parts)
+    _remove_unused_trees(trees)
+    if not _mesh_shared_with_setup(obj):
+        auto_data.remove_attributes(obj.data, [*rec.attributes, auto_tree.AUTO_ATTRIBUTE])
+    _restore_version_1(obj, rec)
+    mod = stack.find_modifier(obj, rec.armature)
+    if mod is not None and rec.preserve_volume is not None:
+        mod.use_deform_preserve_volume = rec.preserve_volume
+    obj.hybrid_skin.saved_state = ""
+
+
+def _restore_version_1(obj: bpy.types.Object, rec: DisplayRecord) -> None:
+    """A setup of version 1: its Multi Modifier mix and the factor group it mixed by."""
     extra = stack.find_modifier(obj, rec.mix) if rec.mix else None
     if extra is not None and extra.type == "ARMATURE":
         obj.modifiers.remove(extra)
     group = obj.vertex_groups.get(rec.factor_group) if rec.factor_group else None
-    if group is not None and rec.owns_group and not _group_claimed_elsewhere(obj, rec.factor_group):
+    if group is not None and rec.owns_group and not _mesh_shared_with_setup(obj, rec.factor_group):
         active = obj.vertex_groups.active
         picked = None if active is None or active == group else active.name
         obj.vertex_groups.remove(group)
@@ -185,41 +161,35 @@ def _restore(obj: bpy.types.Object) -> None:
             obj.vertex_groups.active_index = obj.vertex_groups[picked].index
         elif len(obj.vertex_groups) > rec.active_group >= 0:
             obj.vertex_groups.active_index = rec.active_group
-    mod = stack.find_modifier(obj, rec.armature)
-    if mod is not None and rec.preserve_volume is not None:
-        mod.use_deform_preserve_volume = rec.preserve_volume
-    obj.hybrid_skin.saved_state = ""
 
 
-def _group_claimed_elsewhere(obj: bpy.types.Object, name: str) -> bool:
-    """Another object that shares ``obj``'s mesh mixes by the group ``name`` (vertex groups live on the
-    mesh): Remove on one of them must leave it to the other."""
+def _mesh_shared_with_setup(obj: bpy.types.Object, factor_group: str | None = None) -> bool:
+    """Another object that shares ``obj``'s mesh is set up too (what lives on the mesh is also its)."""
     for other in bpy.data.objects:
-        if other is obj or other.data != obj.data:
+        if other is obj or other.data != obj.data or not other.hybrid_skin.saved_state:
             continue
-        rec = load(other)
-        if rec is not None and rec.factor_group == name:
+        try:
+            rec = load(other)
+        except HybridSkinError:
+            return True  # unknown: keep the mesh's data
+        if rec is not None and (factor_group is None or rec.factor_group == factor_group):
             return True
     return False
 
 
-def _hide(obj: bpy.types.Object, rec: DisplayRecord, mod, mix) -> None:
-    """The GPU display draws: Blender's deformation and drawing of the mesh are hidden in the viewport."""
-    rec.hidden = [[*stack.modifier_ref(m), m.show_viewport] for m in (mod, mix)]
-    mod.show_viewport = mix.show_viewport = False
-    obj.display_type = "BOUNDS"
-    rec.aside = ""
-
-
-def _show(obj: bpy.types.Object, rec: DisplayRecord) -> None:
-    """Blender draws again: what the GPU display hid comes back as the user had it."""
-    for uid, name, value in rec.hidden:
-        m = stack.find_modifier(obj, [uid, name])
-        if m is not None:
-            m.show_viewport = value
-    if rec.hidden:
-        obj.display_type = rec.display_type
-    rec.hidden = []
+def _remove_unused_trees(names) -> None:
+    """Remove the named trees of Hybrid Skin's that nothing uses any more, then every shared group of
+    Hybrid Skin's left unused by them (never a tree of the user's: only tagged ones)."""
+    for name in names:
+        tree = bpy.data.node_groups.get(name)
+        if tree is not None and tree.users == 0 and tree.library is None and builder.tree_tag(tree):
+            bpy.data.node_groups.remove(tree)
+    while True:
+        unused = [t for t in bpy.data.node_groups if t.users == 0 and t.library is None and builder.tree_tag(t)]
+        if not unused:
+            return
+        for tree in unused:
+            bpy.data.node_groups.remove(tree)
 
 
 # ------------------------------------------------------------------------------------------- apply
@@ -227,19 +197,21 @@ def apply(obj: bpy.types.Object) -> None:
     """Set the object up as its settings ask, from the user's own state (restoring first: idempotent).
 
     Linked objects and library overrides are left exactly as their library has them: their data is not
-    the user's to change (Add refuses them too)."""
-    if not is_local(obj):
+    the user's to change (Add refuses them too), and the library's file holds its own setup."""
+    if not is_local(obj) or unreadable(obj):
         return
-    # Modifiers hidden, added or set: not an edit of what a bind read. The factors are written after (a
-    # bind may read the factor group: then the write is an edit like any other).
-    with bind.own_edits([obj]):
-        set_up = _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid))
-    if set_up:
-        factor_group.refresh(obj)
+    with bind.own_edits([obj]):  # the parts and attributes are not an edit of what a bind read
+        _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid))
 
 
 def _apply(obj: bpy.types.Object, reader: str | None) -> bool:
-    """:func:`apply` but the factors and the evaluations; True when the parts were set up."""
+    """:func:`apply` without the evaluation scope; True when the parts were set up. The handlers leave the
+    object alone meanwhile (the bind evaluates the scene: a handler must not set it up a second time)."""
+    with hold([obj]):
+        return _set_up(obj, reader)
+
+
+def _set_up(obj: bpy.types.Object, reader: str | None) -> bool:
     _restore(obj)
     settings = obj.hybrid_skin
     mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
@@ -253,38 +225,58 @@ def _apply(obj: bpy.types.Object, reader: str | None) -> bool:
         preserve_volume=mod.use_deform_preserve_volume,
     )
     mod.use_deform_preserve_volume = False
-    # Always new ones: a group or modifier of the same name is the user's, never written over or removed;
-    # Blender gives ours a free name, kept in the record.
-    group = obj.vertex_groups.new(name=FACTOR_GROUP)  # appended (indices kept) and made active
-    # Locked: Weight Paint and weight tools leave it alone (the add-on writes it), and a copy of it that
-    # another object receives (Copy to Selected, Join) is told from a group of the user's of that name.
-    group.lock_weight = True
-    if rec.active_group >= 0:
-        obj.vertex_groups.active_index = rec.active_group
-    rec.factor_group = group.name
-    mix = native.add_mix_modifier(obj, mod, MIX_MODIFIER, group.name)
-    rec.mix = stack.modifier_ref(mix)
-    _mirror(mod, mix)
-    if settings.display == "GPU":
-        _place_gpu(obj, rec, mod, mix, reader)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    try:
+        bound = bind.cached_bind(obj, depsgraph)
+    except HybridSkinError as err:  # set up anyway: Blender's LBS/DQS mix needs no bind; Auto waits for one
+        runtime.get().report_once(obj, err)
+        bound = None
+    source, reason = auto_data.source(obj, bound)
+    if isinstance(source, auto_tree.FromPose):
+        rec.attributes = auto_data.write_vertex_data(obj, bound, source)
+    tree = stack_trees.build_mix(f"HybridSkin Mix · {obj.name}", source, source.helpers)
+    rec.trees = [tree.name]
+    rec.parts = parts.add(obj, mod, tree)
+    rec.auto, rec.auto_reason = (AUTO_TREE, "") if not reason else (AUTO_ATTRIBUTE, reason)
+    found = parts.find(obj, rec.parts)
+    parts.set_inputs(obj, found[parts.MIX], mod.object)
+    rec.mirrored = mirror.sync(obj, found[parts.MIX], [])
+    _place(obj, rec, mod, found, reader)
     store(obj, rec)
+    if rec.auto == AUTO_ATTRIBUTE and bound is not None:
+        auto_data.write_factors(obj, bound.posed(depsgraph))
+    state = rig_state()
+    state.vertex_data[obj.session_uid] = bound.serial if bound is not None else 0
+    state.tree_sources[obj.session_uid] = source
     return True
 
 
-def _place_gpu(obj, rec: DisplayRecord, mod, mix, reader: str | None, depsgraph=None) -> None:
-    """Hide Blender's deformation for the GPU display, or step aside and say why (once per reason). The
-    factor group may lag while the display draws (see :mod:`.factors`): the handler's next
-    :func:`.factors.follow` brings it up to date before Blender draws from it."""
-    store(obj, rec)  # aside_reason reads the user's eye from the record
-    reason = aside_reason(obj, mod, mix, reader, depsgraph)
+def _place(obj, rec: DisplayRecord, mod, found: dict, reader: str | None, depsgraph=None) -> None:
+    """Hide the parts while the object is painted; for the GPU display, hide the skinning or step aside
+    and say why (once per reason)."""
+    skinning = [mod, *(found[role] for role in parts.ROLES)]
+    if obj.mode in PAINT_MODES:
+        if rec.hidden_for != PAINT:
+            preview.show(obj, rec)
+            preview.hide(obj, rec, [found[role] for role in parts.ROLES], PAINT)
+        return
+    if rec.hidden_for == PAINT:
+        preview.show(obj, rec)
+    if obj.hybrid_skin.display != "GPU":
+        if rec.gpu_draws:
+            preview.show(obj, rec)
+        rec.aside = ""
+        return
+    rendering = rig_state().viewport_render
+    reason = aside_reason(obj, rec, mod, found[parts.MIX], reader, depsgraph, rendering)
     if reason is None:
         if not rec.gpu_draws:
-            _hide(obj, rec, mod, mix)
+            preview.hide(obj, rec, skinning)
         return
     code, sentence = reason
     if rec.gpu_draws:
-        _show(obj, rec)
-    if code in (REFUSED, TAIL, READ):  # a mode or a hidden modifier: the panel says it
+        preview.show(obj, rec)
+    if code in (REFUSED, TAIL, READ):  # a mode, a hidden modifier or a render: the panel says it
         runtime.get().report_once(obj, HybridSkinError(sentence))
     rec.aside = code
 
@@ -297,20 +289,20 @@ def sync(
     handler calls this for objects it reports and every GPU display). Only settings change here; what they
     change is evaluated by Blender's second pass of the same update.
 
-    * No record although enabled (an object appended from another file: append runs no load handler; a
-      display taken down by a save): set up.
+    * No record although enabled (an object set up by a build that took the setup off on save, or appended
+      from such a file): set up.
+    * A record of version 1 (a Multi Modifier mix): taken off and set up as today.
     * The followed Armature modifier is gone (applied to freeze a pose, Convert to Mesh, removed): Hybrid
       Skin comes off, exactly as Blender alone would leave the object, said once.
-    * A part is gone or moved (the user deleted the added modifier or the factor group, a script reordered
-      the stack): set up again, said once.
-    * A copy carrying the record (Duplicate Linked) gets its own factor group (:func:`separate_copy`).
-    * GPU display: hides or steps aside as :func:`aside_reason` says."""
+    * A part is gone or moved (the user deleted one, a script reordered the stack): set up again, said once.
+    * The parts follow the user's Armature modifier; paint modes hide them; the GPU display hides the
+      skinning or steps aside as :func:`aside_reason` says."""
     settings = obj.hybrid_skin
     if not is_local(obj):
         return
-    rec = load(obj)
+    rec = readable(obj)
     if rec is None:
-        if settings.enabled and not settings.bake_state and stack.find_armature_modifier(
+        if settings.enabled and not settings.bake_state and not unreadable(obj) and stack.find_armature_modifier(
             obj, stack.followed_modifier_name(obj)
         ):
             _apply(obj, reader)
@@ -320,64 +312,29 @@ def sync(
         return
     mod = stack.find_modifier(obj, rec.armature)
     if mod is None or mod.type != "ARMATURE":
-        mix_gone = not rec.mix or stack.find_modifier(obj, rec.mix) is None
-        converted = rec.gpu_draws and mix_gone and _freeze_converted(obj, depsgraph)
+        converted = rec.gpu_draws and _freeze_converted(obj, depsgraph)
         _take_off(obj, converted)
         return
-    if separate_copy(obj, rec):
-        rec = load(obj)
-    mix = stack.find_modifier(obj, rec.mix) if rec.mix else None
-    group = obj.vertex_groups.get(rec.factor_group) if rec.factor_group else None
-    if obj.mode == "OBJECT" and not _parts_in_place(obj, mod, mix, group):
+    if not rec.parts:  # version 1's setup
+        _apply(obj, reader)
+        return
+    found = parts.find(obj, rec.parts)
+    if obj.mode in ("OBJECT", *PAINT_MODES) and not parts.in_place(obj, mod, found):
         runtime.get().report_once(
             obj,
             HybridSkinError(
-                f"'{obj.name}': Hybrid Skin's modifier '{MIX_MODIFIER}' or its vertex group "
-                f"'{FACTOR_GROUP}' was removed or moved, so it is set up again (Remove Hybrid Skin takes "
-                "it off)"
+                f"'{obj.name}': a modifier of Hybrid Skin's was removed or moved, so it is set up again "
+                "(Remove Hybrid Skin takes it off)"
             ),
         )
         _apply(obj, reader)
         return
-    if obj.mode == "EDIT":
-        factor_group.note_mode(obj, rec)
-    if mix is not None and not rec.gpu_draws:
-        _mirror(mod, mix)
-    if settings.display == "GPU" and mix is not None:
-        _place_gpu(obj, rec, mod, mix, reader, depsgraph)
-    else:
-        if rec.gpu_draws:
-            _show(obj, rec)
-        rec.aside = ""
+    if not rec.hidden:
+        parts.mirror(mod, found)
+    if found[parts.MIX] is not None:
+        bridge.set_modifier_input(found[parts.MIX], stack_trees.MIX_INPUTS.armature, mod.object)
+    _place(obj, rec, mod, found, reader, depsgraph)
     store(obj, rec)
-
-
-def _parts_in_place(obj, mod, mix, group) -> bool:
-    """The added modifier exists right after the followed one and mixes by an existing factor group."""
-    if mix is None or group is None or mix.type != "ARMATURE":
-        return False
-    modifiers = list(obj.modifiers)
-    return modifiers.index(mix) == modifiers.index(mod) + 1 and mix.vertex_group == group.name
-
-
-#: What the DQS part copies from the user's Armature modifier, at setup and whenever the user changes it.
-MIRRORED = (
-    "object",
-    "use_vertex_groups",
-    "use_bone_envelopes",
-    "show_viewport",
-    "show_render",
-    "show_in_editmode",
-    "show_on_cage",
-)
-
-
-def _mirror(mod: bpy.types.ArmatureModifier, mix: bpy.types.ArmatureModifier) -> None:
-    """The DQS part follows the user's Armature modifier: its armature, what it binds to, its eyes."""
-    for name in MIRRORED:
-        value = getattr(mod, name)
-        if getattr(mix, name) != value:
-            setattr(mix, name, value)
 
 
 def _take_off(obj: bpy.types.Object, converted: bool = False) -> None:
@@ -391,7 +348,7 @@ def _take_off(obj: bpy.types.Object, converted: bool = False) -> None:
         obj,
         HybridSkinError(
             f"'{obj.name}' no longer has the Armature modifier Hybrid Skin followed (applied, converted or "
-            f"removed), so Hybrid Skin is off for it and its own modifier and vertex group are removed{kept}"
+            f"removed), so Hybrid Skin is off for it and its own modifiers are removed{kept}"
         ),
     )
 
@@ -400,8 +357,7 @@ def _freeze_converted(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | No
     """Object ▸ Convert ▸ Mesh while the GPU preview drew: Blender converted its evaluation, in which the
     skinning was hidden, so the mesh now holds the skinning's input. Give it the pose the preview drew:
     the cached bind's influences and the pose now, skinned from the converted vertices (which are that
-    input at this frame). The caller tells Convert by its mark: both Armature modifiers gone at once (a
-    modifier the user deletes is one; Blender refuses to apply the hidden ones). True when posed."""
+    input at this frame). True when posed."""
     bound = bind.peek(obj)
     if bound is None or depsgraph is None:
         return False
@@ -421,36 +377,13 @@ def _freeze_converted(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | No
     return True
 
 
-def separate_copy(obj: bpy.types.Object, rec: DisplayRecord) -> bool:
-    """Give a linked duplicate made after Add (Alt+D: a copy of the object sharing its mesh, and carrying
-    its record) a factor group of its own. Vertex groups live on the mesh, so both records named one group:
-    each object's factors were written over by the other's. The object named in the record keeps the group
-    (a copy has another name; else the first name); the others set up their own. True when ``obj`` was
-    separated (its factors are then due)."""
-    mesh = obj.data
-    if mesh is None or mesh.users < 2 or not rec.factor_group:
-        return False
-    claimants = [obj]
-    for other in bpy.data.objects:
-        mine = load(other) if other is not obj and other.data == mesh else None
-        if mine is not None and mine.factor_group == rec.factor_group:
-            claimants.append(other)
-    if len(claimants) == 1:
-        return False
-    owner = next((o for o in claimants if o.name == rec.object_name), min(claimants, key=lambda o: o.name))
-    if owner == obj:
-        return False
-    rec.factor_group = ""  # the owner's: this copy's modifier, which mixed by it, goes; its own is set up
-    store(obj, rec)
-    _apply(obj, None)
-    return True
-
-
 # ------------------------------------------------------------------------------------ settings
 def settings_changed(obj: bpy.types.Object) -> None:
-    """Property update: set the display up again when it changed; refresh the factors."""
+    """Property update: set the display up again when it changed; the Mix modifier takes the settings."""
     settings = obj.hybrid_skin
     rig_state().draw_failures.pop(obj.session_uid, None)  # new settings: the GPU display tries again
+    if unreadable(obj):
+        return
     rec = load(obj)
     wanted = settings.enabled and not settings.bake_state
     if (rec is not None) != wanted:
@@ -459,5 +392,8 @@ def settings_changed(obj: bpy.types.Object) -> None:
     if rec is None:
         return
     with bind.own_edits([obj]):
+        mod = stack.find_modifier(obj, rec.armature)
+        mix = parts.find(obj, rec.parts)[parts.MIX]
+        if mix is not None and mod is not None:
+            parts.set_inputs(obj, mix, mod.object)
         sync(obj, readers.mesh_readers([obj]).get(obj.session_uid))
-    factor_group.refresh(obj, only_if_changed=True)

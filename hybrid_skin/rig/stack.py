@@ -28,30 +28,57 @@ __all__ = [
     "followed_modifier_name",
     "is_mix_modifier",
     "is_own_modifier",
+    "is_part",
     "modifier_ref",
+    "PART_KINDS",
+    "PART_NAMES",
     "rest_geometry",
     "signature",
+    "user_modifiers",
     "user_modifiers_after",
     "weight_modifiers_above",
 ]
 
 
-#: The Evaluated display's second (Preserve Volume) Armature modifier: never the one Hybrid Skin follows.
-DQS_MODIFIER = "HybridSkin DQS"
+#: Hybrid Skin's own modifiers by role, in stack order around the user's Armature modifier (which sits
+#: between ``rest`` and ``keep``; :mod:`.parts` adds them, :mod:`.trees.stack_trees` says what they do).
+PART_NAMES = {
+    "rest": "HybridSkin Rest",
+    "keep": "HybridSkin Keep LBS",
+    "dqs": "HybridSkin DQS",
+    "mix": "HybridSkin Mix",
+}
+PART_KINDS = {"rest": "NODES", "keep": "NODES", "dqs": "ARMATURE", "mix": "NODES"}
+#: The DQS part's name: never the Armature modifier Hybrid Skin follows (earlier builds' mix modifier,
+#: with Multi Modifier, had the same name).
+DQS_MODIFIER = PART_NAMES["dqs"]
+_PART_PATTERNS = {role: re.compile(re.escape(name) + r"(\.\d+)?") for role, name in PART_NAMES.items()}
+
+
+def is_part(mod: bpy.types.Modifier, role: str | None = None) -> bool:
+    """Whether ``mod`` has the name (Blender's ``.001`` … included) and kind of one of Hybrid Skin's
+    modifiers (of ``role``). A user's modifier could share both: what was set up is known from the
+    object's record, this only keeps our parts out of what is read as the user's stack."""
+    roles = PART_NAMES if role is None else (role,)
+    return any(mod.type == PART_KINDS[r] and _PART_PATTERNS[r].fullmatch(mod.name) for r in roles)
 
 
 def is_mix_modifier(mod: bpy.types.Modifier) -> bool:
-    """Whether ``mod`` is the Evaluated display's Preserve Volume modifier (:data:`DQS_MODIFIER`, or the
-    free name Blender gave it, ``"HybridSkin DQS.001"``, when the user has a modifier of that name)."""
-    return re.fullmatch(re.escape(DQS_MODIFIER) + r"(\.\d+)?", mod.name) is not None
+    """Whether ``mod`` is a Preserve Volume modifier of Hybrid Skin's (:data:`DQS_MODIFIER`)."""
+    return is_part(mod, "dqs")
+
+
+def user_modifiers(obj: bpy.types.Object) -> list[bpy.types.Modifier]:
+    """The object's modifiers without Hybrid Skin's parts: the stack as the user arranged it."""
+    return [m for m in obj.modifiers if not is_part(m)]
 
 
 def is_own_modifier(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
-    """Whether ``mod`` is one Hybrid Skin put on ``obj``, not the user's: the Evaluated display's Preserve
-    Volume mix (:func:`is_mix_modifier`) or the Mesh Cache modifier a point-cache bake added (its record
-    names it). The one place that says which modifiers are the add-on's: a bake asks it to tell the user's
-    modifiers after the Armature modifier, which Blender shows and a VERTEX texture must hold."""
-    if is_mix_modifier(mod):
+    """Whether ``mod`` is one Hybrid Skin put on ``obj``, not the user's: a part of the native hybrid
+    (:func:`is_part`: Rest, Keep LBS, DQS, Mix) or the Mesh Cache modifier a point-cache bake added (its
+    record names it). The one place that says which modifiers are the add-on's: a bake asks it to tell
+    the user's modifiers after the Armature modifier, which Blender shows and a VERTEX texture must hold."""
+    if is_part(mod):
         return True
     if mod.type != "MESH_CACHE":
         return False
@@ -127,7 +154,7 @@ def weight_modifiers_above(obj: bpy.types.Object, mod: bpy.types.Modifier) -> li
     """The modifiers shown in the viewport above ``mod`` that may change the vertex-group weights it
     receives (a Vertex Weight modifier, Geometry Nodes, ...): Blender deforms with the weights they
     produce, which may change at every frame (a keyframed setting, a Proximity target that moves)."""
-    stack = list(obj.modifiers)
+    stack = user_modifiers(obj)
     return [m for m in stack[: stack.index(mod)] if m.show_viewport and _changes_weights(m)]
 
 
@@ -177,12 +204,13 @@ def armature_input(
     """
     stack = list(obj.modifiers)
     at = stack.index(mod)
-    before = [m for m in stack[:at] if m.show_viewport]
+    before = [m for m in stack[:at] if m.show_viewport and not is_part(m)]
     mesh = obj.data
     if not before and mesh.shape_keys is None:
         yield obj
         return
-    tail = [m for m in stack[at:] if m.show_viewport]
+    # Hidden: the Armature modifier, what follows it, and Hybrid Skin's own Rest part above it.
+    tail = [m for m in stack if m.show_viewport and (stack.index(m) >= at or is_part(m))]
     try:
         with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
             if tail or exclude_keys:
@@ -223,4 +251,4 @@ def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types
 def signature(obj: bpy.types.Object) -> tuple:
     """The object's modifier stack as the user arranges it (names, kinds, order; not what is shown): a
     failure to draw is tried again once it changes."""
-    return tuple((m.name, m.type) for m in obj.modifiers)
+    return tuple((m.name, m.type) for m in user_modifiers(obj))

@@ -30,6 +30,17 @@ class RigState:
     #: Why the GPU preview failed to skin an object (one sentence) and its modifier stack then
     #: (``stack.signature``): it steps aside until the stack or the settings change.
     draw_failures: dict[int, tuple[str, tuple]] = field(default_factory=dict)
+    #: The bind (``MeshBind.serial``) whose data each object's mesh holds for its Mix tree: a rebind
+    #: (weights edited) writes it again.
+    vertex_data: dict[int, int] = field(default_factory=dict)
+    #: The Auto source (``trees.auto_tree``) each object's Mix tree was built from in this session.
+    tree_sources: dict[int, object] = field(default_factory=dict)
+    #: Objects whose Auto factors the add-on writes (``auto_follow``) and the pose generation written.
+    auto_written: dict[int, tuple] = field(default_factory=dict)
+    #: Objects whose Auto write waits for a timer (after a stroke, playback or a modal tool).
+    auto_queued: set[int] = field(default_factory=set)
+    #: A viewport render (playblast) is under way: the GPU display steps aside for it.
+    viewport_render: bool = False
 
     def bump(self) -> None:
         """Something in the scene changed: every shown skin re-checks its bind and pose at its next draw."""

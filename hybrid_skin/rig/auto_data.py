@@ -1,0 +1,84 @@
+"""What the Mix tree needs for Auto on one object, kept on its mesh: written at set-up and when the bind
+changes, and, where the tree cannot compute Auto, the factors of each evaluation.
+
+* :func:`source`: how the object's Mix tree finds Auto: :class:`.trees.auto_tree.FromPose` (Blender
+  evaluates it from Bone Info nodes, 5.2+) or :class:`.trees.auto_tree.FromAttribute` (the add-on writes
+  the factors at each evaluation; the reason is kept for the panel and the save message).
+* :func:`write_vertex_data`: the bind's influences (palette index and weight per slot), total weight, sum
+  over pairs and squared rest distance, as hidden point attributes (``.hybrid_skin_*``).
+* :func:`write_factors`: Auto's factors of this evaluation into :data:`.trees.auto_tree.AUTO_ATTRIBUTE`
+  (the attribute path), one bulk write.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from .. import bridge
+from ..core import autofactor
+from . import stack
+from .mesh_bind import MeshBind, PosedBind
+from .trees import auto_tree, stack_trees
+
+__all__ = ["remove_attributes", "source", "write_factors", "write_vertex_data"]
+
+
+def source(obj: bpy.types.Object, bound: MeshBind | None) -> tuple[auto_tree.FromPose | auto_tree.FromAttribute, str]:
+    """``(source, reason)``: the tree's Auto, and why it is the attribute path ("" for the tree)."""
+    if bound is None:
+        return auto_tree.FromAttribute(), "the mesh could not be bound"
+    reason = auto_tree.expressible(bound.bones.segments, bool(bound.mask[2] or bound.bones.envelope_multiply.any()))
+    if reason is not None:
+        return auto_tree.FromAttribute(), reason
+    mod = bound.modifier(obj)
+    above = stack.user_modifiers(obj)
+    live_rest = obj.data.shape_keys is not None or any(m.show_viewport for m in above[: above.index(mod)])
+    placement = np.asarray(bound.bound_target_to_armature, dtype=np.float64)
+    return (
+        auto_tree.FromPose(
+            bones=tuple(bound.bones.names),
+            parents=tuple(int(p) for p in bound.palette_parents),
+            influences=int(bound.binding.weights.shape[1]),
+            placement=tuple(float(x) for x in placement.ravel()),
+            live_rest=live_rest,
+            version=stack_trees.TREE_VERSION,
+        ),
+        "",
+    )
+
+
+def write_vertex_data(obj: bpy.types.Object, bound: MeshBind, source_: auto_tree.FromPose) -> list[str]:
+    """Store the per-vertex data ``source_`` reads; returns the attribute names written."""
+    mesh = obj.data
+    binding = bound.binding
+    names = []
+    for k in range(source_.influences):
+        bone, weight = auto_tree.influence_attributes(k)
+        bridge.set_attribute(mesh, bone, "INT", "POINT", "value", binding.bone_indices[:, k].astype(np.int32))
+        bridge.set_attribute(mesh, weight, "FLOAT", "POINT", "value", binding.weights[:, k].astype(np.float32))
+        names += [bone, weight]
+    total, pairs = autofactor.weight_sums(np.ascontiguousarray(binding.weights.T, dtype=np.float32))
+    r2 = bound.auto_rest(bound.bound_target_to_armature)[:, 3]
+    for name, values in (
+        (auto_tree.TOTAL_ATTRIBUTE, total),
+        (auto_tree.PAIRS_ATTRIBUTE, pairs),
+        (auto_tree.R2_ATTRIBUTE, r2),
+    ):
+        bridge.set_attribute(mesh, name, "FLOAT", "POINT", "value", np.asarray(values, dtype=np.float32))
+        names.append(name)
+    return names
+
+
+def write_factors(obj: bpy.types.Object, posed: PosedBind) -> None:
+    """Auto's factors of ``posed`` into the attribute the attribute path's tree reads."""
+    values = np.asarray(posed.auto_factors(), dtype=np.float32)
+    bridge.set_attribute(obj.data, auto_tree.AUTO_ATTRIBUTE, "FLOAT", "POINT", "value", values)
+
+
+def remove_attributes(mesh: bpy.types.Mesh, names) -> None:
+    """Remove the named point attributes Hybrid Skin stored (those still there)."""
+    for name in names:
+        attribute = mesh.attributes.get(name)
+        if attribute is not None:
+            mesh.attributes.remove(attribute)

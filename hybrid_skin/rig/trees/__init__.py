@@ -1,0 +1,1 @@
+"""Geometry Nodes trees Hybrid Skin generates: the builder and the descriptions."""

@@ -1,0 +1,300 @@
+"""Auto in the Mix tree: the factor from the pose, evaluated by Blender (5.2+: Bone Info), or read from the
+attribute the add-on writes at each frame where the tree cannot compute it.
+
+:class:`FromPose` builds, inside the Mix tree, what ``core/autofactor.py`` computes:
+
+* **Per bone** (a point cloud, one point per palette entry): Bone Info's pose and rest matrices, the deform
+  matrix ``pose · rest⁻¹`` (Blender's ``chan_mat``), the rotation relative to the deforming parent split
+  into swing and twist (:data:`.auto_groups.SWING_TWIST_GROUP`), then the sums down each chain by pointer
+  jumping (``autofactor.chain_sums``: log2 of the depth steps).
+* **Per vertex**: its influences, stored on the mesh at bind (:data:`VERTEX_ATTRIBUTES`: the palette
+  index and weight of each, the total weight and the sum over pairs), gather the bone data; the weighted
+  moments (two passes, relative to the first influence, as ``_round_chunk``) feed
+  :data:`.auto_groups.PROFILE_GROUP`. The vertex's squared rest distance to its nearest bone is stored at
+  bind too and computed again in the tree only when the mesh moved relative to the armature since, or when
+  its rest shape can change (shape keys, modifiers above).
+
+Rigs whose palette has B-bone segments or envelopes are not expressed (the bind says so,
+:func:`unsupported`): their Auto is :class:`FromAttribute`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ...core import autofactor
+from . import auto_groups
+from .builder import Builder, Socket
+
+__all__ = [
+    "AUTO_ATTRIBUTE",
+    "BONE_INFO",
+    "FromAttribute",
+    "FromPose",
+    "influence_attributes",
+    "VERTEX_ATTRIBUTES",
+]
+
+AUTO_ATTRIBUTE = ".hybrid_skin_auto"
+#: Blender 5.2 added Bone Info: before it, Auto cannot be evaluated by a tree.
+BONE_INFO = "GeometryNodeBoneInfo"
+#: Per-vertex data the bind stores on the mesh for :class:`FromPose` (besides one bone and one weight
+#: attribute per influence slot, :func:`influence_attributes`).
+TOTAL_ATTRIBUTE = ".hybrid_skin_weight_total"
+PAIRS_ATTRIBUTE = ".hybrid_skin_weight_pairs"
+R2_ATTRIBUTE = ".hybrid_skin_rest_r2"
+VERTEX_ATTRIBUTES = (TOTAL_ATTRIBUTE, PAIRS_ATTRIBUTE, R2_ATTRIBUTE)
+REST_ATTRIBUTE = ".hybrid_skin_rest"
+#: Largest change of a placement matrix entry (float32 in the tree) that still uses the stored distances.
+PLACEMENT_TOLERANCE = 1e-6
+
+
+def influence_attributes(k: int) -> tuple[str, str]:
+    """The bone (INT, palette index) and weight (FLOAT) attributes of influence slot ``k``."""
+    return f".hybrid_skin_bone_{k}", f".hybrid_skin_weight_{k}"
+
+
+@dataclass(frozen=True)
+class FromAttribute:
+    """Auto's factors as the add-on writes them at each frame (:data:`AUTO_ATTRIBUTE`)."""
+
+    def build(self, b: Builder, armature: Socket, profile: Socket) -> Socket:
+        return b.named(AUTO_ATTRIBUTE, "FLOAT")
+
+    @property
+    def helpers(self) -> tuple[str, ...]:
+        return (AUTO_ATTRIBUTE,)
+
+
+@dataclass(frozen=True)
+class FromPose:
+    """Auto evaluated by the tree from the pose (module docstring). ``bones``: the palette's bone names;
+    ``parents``: each entry's deforming parent in the palette (-1: none); ``influences``: influence slots
+    per vertex; ``placement``: mesh → armature space at bind, row-major; ``live_rest``: the rest shape can
+    change (the distances are always computed in the tree)."""
+
+    bones: tuple[str, ...]
+    parents: tuple[int, ...]
+    influences: int
+    placement: tuple[float, ...]
+    live_rest: bool
+    version: int
+
+    @property
+    def helpers(self) -> tuple[str, ...]:
+        slots = tuple(name for k in range(self.influences) for name in influence_attributes(k))
+        return (*slots, *VERTEX_ATTRIBUTES)
+
+    @property
+    def chain_steps(self) -> int:
+        """Pointer-jumping steps for the deepest chain (``autofactor.chain_sums``)."""
+        depth, parents = 0, np.asarray(self.parents)
+        for start in range(len(parents)):
+            d, p = 0, parents[start]
+            while p >= 0:
+                d, p = d + 1, parents[p]
+            depth = max(depth, d)
+        return int(np.ceil(np.log2(depth + 1))) if depth else 0
+
+    def build(self, b: Builder, armature: Socket, profile: Socket) -> Socket:
+        with b.frame(f"Bone data ({len(self.bones)} bones)"):
+            bones = self._bone_data(b, armature)
+        with b.frame("Placement: mesh → armature space"):
+            relative = b.node(
+                "GeometryNodeObjectInfo", {"Object": armature}, transform_space="RELATIVE"
+            ).outputs["Transform"]
+            placement = b.node("FunctionNodeInvertMatrix", {"Matrix": relative}).outputs["Matrix"]
+            rest = b.node(
+                "FunctionNodeTransformPoint", {"Vector": b.named(REST_ATTRIBUTE, "FLOAT_VECTOR"), "Transform": placement}
+            ).outputs[0]
+        with b.frame(f"Influences ({self.influences} per vertex): weighted moments"):
+            sums = self._moments(b, bones)
+        with b.frame("Squared distance to the nearest bone at rest"):
+            r2 = self._rest_distance(b, bones, rest, placement)
+        shapes = autofactor.ROUND_SHAPES
+        names = ("ROUND", "KEEP_VOLUME", "ROUND")  # item 2 (Per Joint) ignores the shape
+        group = b.group(
+            auto_groups.shared_group(auto_groups.PROFILE_GROUP, self.version),
+            {
+                **sums,
+                "Rest": rest,
+                "R2": r2,
+                "Width": b.index_switch("FLOAT", profile, [shapes[n].width for n in names]),
+                "Swing Exponent": b.index_switch("FLOAT", profile, [shapes[n].swing_exponent for n in names]),
+                "Twist Weight": b.index_switch("FLOAT", profile, [shapes[n].twist_weight for n in names]),
+                "Per Joint": b.compare("EQUAL", profile, 2, data_type="INT"),
+            },
+            label="Auto profile",
+        )
+        return group.outputs["Factor"]
+
+    # ------------------------------------------------------------------------------- per bone
+    def _bone_data(self, b: Builder, armature: Socket) -> Socket:
+        """Points, one per palette entry, with ``ta`` (twist, A, 0), ``sg`` (swing), ``hh`` (A · head)
+        summed down the chains, and ``head``, ``seg`` (rest head, length × Y axis)."""
+        count = len(self.bones)
+        infos = [
+            b.node(BONE_INFO, {"Armature": armature, "Bone Name": name}, transform_space="ORIGINAL", label=name)
+            for name in self.bones
+        ]
+        index = b.node("GeometryNodeInputIndex").outputs[0]
+        pose = b.index_switch("MATRIX", index, [i.outputs["Pose"] for i in infos], label="Pose")
+        rest = b.index_switch("MATRIX", index, [i.outputs["Rest Pose"] for i in infos], label="Rest")
+        length = b.index_switch("FLOAT", index, [i.outputs["Rest Length"] for i in infos], label="Length")
+        parent = b.index_switch("INT", index, list(self.parents), label="Deforming parent")
+        points = b.node("GeometryNodePoints", {"Count": count}).outputs[0]
+        inverse_rest = b.node("FunctionNodeInvertMatrix", {"Matrix": rest}).outputs["Matrix"]
+        deform = b.node("FunctionNodeMatrixMultiply", {0: pose, 1: inverse_rest}).outputs[0]
+        points = b.store(points, "deform", deform, "FLOAT4X4")
+        points = b.store(points, "up", parent, "INT")
+        has_parent = b.compare("GREATER_EQUAL", parent, 0, data_type="INT")
+        parent_deform = b.switch(
+            "MATRIX", has_parent, b.node("FunctionNodeCombineTransform").outputs[0],
+            b.sample(points, b.named("deform", "FLOAT4X4"), parent, "FLOAT4X4"),
+        )
+        y_axis = b.node("FunctionNodeTransformDirection", {"Direction": (0.0, 1.0, 0.0), "Transform": rest}).outputs[0]
+        head = b.node("FunctionNodeTransformPoint", {"Vector": (0.0, 0.0, 0.0), "Transform": rest}).outputs[0]
+        local = b.group(
+            auto_groups.shared_group(auto_groups.SWING_TWIST_GROUP, self.version),
+            {"Deform": b.named("deform", "FLOAT4X4"), "Parent Deform": parent_deform,
+             "Axis": b.vec("NORMALIZE", y_axis), "Head": head},
+            label="Swing and twist",
+        )
+        points = b.store(points, "ta", local.outputs["Twist Angle"], "FLOAT_VECTOR")
+        points = b.store(points, "sg", local.outputs["Swing"], "FLOAT_VECTOR")
+        points = b.store(points, "hh", local.outputs["Angle Head"], "FLOAT_VECTOR")
+        points = b.store(points, "head", head, "FLOAT_VECTOR")
+        points = b.store(points, "seg", b.vec("SCALE", y_axis, length), "FLOAT_VECTOR")
+        for step in range(self.chain_steps):
+            with b.frame(f"Chain sums, step {step + 1} of {self.chain_steps}"):
+                up = b.named("up", "INT")
+                has = b.compare("GREATER_EQUAL", up, 0, data_type="INT")
+                summed = {}
+                for name in ("ta", "sg", "hh"):
+                    here = b.named(name, "FLOAT_VECTOR")
+                    above = b.switch("VECTOR", has, (0.0, 0.0, 0.0), b.sample(points, here, up, "FLOAT_VECTOR"))
+                    summed[name] = b.vec("ADD", here, above)
+                further = b.switch("INT", has, -1, b.sample(points, up, up, "INT"))
+                for name, value in summed.items():
+                    points = b.store(points, name, value, "FLOAT_VECTOR")
+                points = b.store(points, "up", further, "INT")
+        return points
+
+    # ----------------------------------------------------------------------------- per vertex
+    def _gather(self, b: Builder, bones: Socket) -> list[dict[str, Socket]]:
+        out = []
+        for k in range(self.influences):
+            bone_name, weight_name = influence_attributes(k)
+            bone = b.named(bone_name, "INT")
+            out.append({
+                "w": b.named(weight_name, "FLOAT"),
+                **{name: b.sample(bones, b.named(name, "FLOAT_VECTOR"), bone, "FLOAT_VECTOR")
+                   for name in ("ta", "sg", "hh")},
+                "bone": bone,
+            })
+        return out
+
+    def _moments(self, b: Builder, bones: Socket) -> dict[str, Socket]:
+        """The inputs of the profile group: ``autofactor._round_chunk``'s sums, in its order."""
+        gathered = self._gather(b, bones)
+        total = b.named(TOTAL_ATTRIBUTE, "FLOAT")
+        pairs = b.named(PAIRS_ATTRIBUTE, "FLOAT")
+        names = ("ta", "sg", "hh")
+        first = gathered[0]
+        # Relative to the first influence (nearby values subtract exactly), then the weighted mean.
+        rel = [{n: (b.vec("SUBTRACT", g[n], first[n]) if k else None) for n in names} for k, g in enumerate(gathered)]
+        scale = b.switch("FLOAT", b.compare("GREATER_THAN", total, 0.0), 0.0, b.math("DIVIDE", 1.0, total))
+        mean = {}
+        for n in names:
+            acc = None
+            for k in range(1, self.influences):
+                acc = b.vec("MULTIPLY_ADD", rel[k][n], gathered[k]["w"], acc if acc is not None else (0.0, 0.0, 0.0))
+            mean[n] = b.vec("SCALE", acc, scale) if acc is not None else None
+        tt = aa_ah = m2 = m4 = None
+        ta2, ah = None, None
+        for k, g in enumerate(gathered):
+            dev = {}
+            for n in names:
+                if mean[n] is None:
+                    dev[n] = rel[k][n] if rel[k][n] is not None else (0.0, 0.0, 0.0)
+                elif rel[k][n] is None:
+                    dev[n] = b.vec("SCALE", mean[n], -1.0)
+                else:
+                    dev[n] = b.vec("SUBTRACT", rel[k][n], mean[n])
+            w = g["w"]
+            square = b.vec("MULTIPLY", dev["ta"], dev["ta"])
+            ta2 = b.vec("MULTIPLY_ADD", square, w, ta2 if ta2 is not None else (0.0, 0.0, 0.0))
+            vz = b.math("MULTIPLY", w, b.separate(dev["ta"])[1])
+            ah = b.vec("MULTIPLY_ADD", dev["hh"], vz, ah if ah is not None else (0.0, 0.0, 0.0))
+            sq = b.vec("DOT_PRODUCT", dev["sg"], dev["sg"])
+            w_sq = b.math("MULTIPLY", w, sq)
+            m2 = w_sq if m2 is None else b.math("ADD", m2, w_sq)
+            m4 = b.math("MULTIPLY", w_sq, sq) if m4 is None else b.math("MULTIPLY_ADD", w_sq, sq, m4)
+        del tt, aa_ah
+        t_acc, a_acc, _ = b.separate(ta2)
+        return {
+            "T": b.math("MULTIPLY", t_acc, total),
+            "S": b.math("MULTIPLY", m2, total),
+            "AA": b.math("MULTIPLY", a_acc, total),
+            "AH": b.vec("SCALE", ah, total),
+            "M2": m2,
+            "M4": m4,
+            "Total": total,
+            "Pairs": pairs,
+        }
+
+    def _rest_distance(self, b: Builder, bones: Socket, rest: Socket, placement: Socket) -> Socket:
+        """The stored r² while the mesh sits where it was bound relative to the armature (and its rest
+        shape cannot change); else computed here as ``autofactor.vertex_geometry`` does."""
+        stored = b.named(R2_ATTRIBUTE, "FLOAT")
+        live = self._live_distance(b, bones, rest)
+        if self.live_rest:
+            return live
+        bound = b.node("FunctionNodeCombineMatrix").outputs[0]
+        combine = bound.node
+        for row in range(4):
+            for col in range(4):
+                combine.inputs[4 * col + row].default_value = self.placement[4 * row + col]
+        moved = None
+        for probe in ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
+            now = b.node("FunctionNodeTransformPoint", {"Vector": probe, "Transform": placement}).outputs[0]
+            then = b.node("FunctionNodeTransformPoint", {"Vector": probe, "Transform": bound}).outputs[0]
+            far = b.compare("GREATER_THAN", b.vec("DISTANCE", now, then), PLACEMENT_TOLERANCE)
+            moved = far if moved is None else b.node("FunctionNodeBooleanMath", {0: moved, 1: far}, operation="OR").outputs[0]
+        return b.switch("FLOAT", moved, stored, live, label="Moved since the bind?")
+
+    def _live_distance(self, b: Builder, bones: Socket, rest: Socket) -> Socket:
+        nearest = None
+        for k in range(self.influences):
+            bone_name, weight_name = influence_attributes(k)
+            bone, w = b.named(bone_name, "INT"), b.named(weight_name, "FLOAT")
+            head = b.sample(bones, b.named("head", "FLOAT_VECTOR"), bone, "FLOAT_VECTOR")
+            segment = b.sample(bones, b.named("seg", "FLOAT_VECTOR"), bone, "FLOAT_VECTOR")
+            rel = b.vec("SUBTRACT", rest, head)
+            length_sq = b.vec("DOT_PRODUCT", segment, segment)
+            along = b.switch(
+                "FLOAT", b.compare("GREATER_THAN", length_sq, 0.0), 0.0,
+                b.math("DIVIDE", b.vec("DOT_PRODUCT", rel, segment), length_sq),
+            )
+            t = b.math("MINIMUM", b.math("MAXIMUM", along, 0.0), 1.0)
+            off = b.vec("SUBTRACT", rel, b.vec("SCALE", segment, t))
+            d2 = b.vec("DOT_PRODUCT", off, off)
+            candidate = b.math("MINIMUM", nearest if nearest is not None else 1e30, d2)
+            nearest = b.switch("FLOAT", b.compare("GREATER_THAN", w, 0.0), nearest if nearest is not None else 1e30, candidate)
+        return b.switch("FLOAT", b.compare("LESS_THAN", nearest, 1e30), 0.0, nearest)
+
+
+def expressible(bones_segments: np.ndarray, envelopes: bool) -> str | None:
+    """Why a bind's Auto cannot be a :class:`FromPose` tree (one sentence), or None: Bone Info is missing
+    (Blender before 5.2), the palette has B-bone segments, or envelopes make the influences depend on
+    where the mesh sits."""
+    if not hasattr(bpy.types, BONE_INFO):
+        return f"Blender {bpy.app.version_string} has no Bone Info node (5.2 added it)"
+    if (np.asarray(bones_segments) > 1).any():
+        return "the armature has B-bones with segments, which the node tree does not compute yet"
+    if envelopes:
+        return "the Armature modifier uses bone envelopes, whose weights depend on where the mesh sits"
+    return None
