@@ -222,7 +222,8 @@ class AnimationState:
         keep = keep or {}
         for obj, name in meshes:
             modifiers = list(obj.modifiers)
-            for mod in modifiers[modifiers.index(stack.armature_modifier(obj, name)) :]:
+            at = modifiers.index(stack.armature_modifier(obj, name))
+            for mod in modifiers[at:] + [m for m in modifiers[:at] if stack.is_part(m)]:
                 if mod.show_viewport and mod.name not in keep.get(obj.name, ()):
                     mod.show_viewport = False
                     self.hidden.append(mod)

@@ -165,7 +165,7 @@ def check(
         raise HybridSkinError(f"Unknown bake target '{target}'")
     mod = stack.armature_modifier(obj, stack.followed_modifier_name(obj))
     checks.validate(obj, mod)
-    modifiers = list(obj.modifiers)
+    modifiers = stack.user_modifiers(obj)
     # Shape keys act before the modifiers above: one that moves vertices would move the baked ones too.
     # One that only changes weights leaves them where they are (the Armature modifier is off then).
     above = [

@@ -56,7 +56,7 @@ def clean_escaped(obj: bpy.types.Object) -> None:
         for name in stale:
             obj.data.attributes.remove(obj.data.attributes[name])
         if stale:
-            removed.append("its per-vertex data")
+            removed.append("per-vertex data")
     if removed:
         runtime.get().report_once(
             obj,

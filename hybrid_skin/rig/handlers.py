@@ -91,6 +91,7 @@ def on_save_pre(*_args) -> None:
     """The file gets Blender's stack as it is; the GPU display shows it for the save. Attribute-path Auto
     is named once per save: where the add-on is not installed it renders this frame's factors."""
     state = rig_state()
+    _mirror_all(state)  # the file holds the settings' animation where Blender evaluates it
     state.saving = True
     for obj in enabled_objects():
         rec = setup.readable(obj)
@@ -187,7 +188,7 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         rec = setup.readable(obj) if obj.hybrid_skin.saved_state else None
         if rec is None:
             continue
-        if obj.session_uid in ids:
+        if obj.data.session_uid in edited:  # weights or vertices edited: the tree's data follows
             auto_follow.refresh(obj, rec)
             rec = setup.readable(obj)
         if (obj.session_uid in ids or animation) and rec is not None and rec.parts:
@@ -197,6 +198,16 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
 
 def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
     """After a frame change: only what Blender does not evaluate by itself (see the module docstring)."""
+    updates = list(depsgraph.updates)
+    # Edits made since the last evaluation are evaluated with the frame (a script edits, then sets it).
+    edited = edited_meshes(depsgraph, updates, frame_change=True)
+    if edited:
+        bind.mark_edited(edited)
+        for obj in enabled_objects():
+            if obj.data.session_uid in edited and obj.session_uid not in state.held:
+                auto_follow.refresh(obj, setup.readable(obj))
+    if any(isinstance(u.id, bpy.types.Action) for u in updates):
+        _mirror_all(state)  # keys edited since the last evaluation (a script keys, then sets the frame)
     rendering = _viewport_rendering()
     if rendering != state.viewport_render:
         state.viewport_render = rendering
@@ -221,6 +232,15 @@ def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
 def _attribute_auto(obj: bpy.types.Object) -> bool:
     rec = setup.readable(obj) if obj.hybrid_skin.saved_state else None
     return rec is not None and rec.auto == setup.AUTO_ATTRIBUTE
+
+
+def _mirror_all(state: RigState) -> None:
+    for obj in enabled_objects():
+        if obj.session_uid in state.held or obj.animation_data is None:
+            continue
+        rec = setup.readable(obj)
+        if rec is not None and rec.parts:
+            _mirror(obj, rec)
 
 
 def _mirror(obj: bpy.types.Object, rec) -> None:

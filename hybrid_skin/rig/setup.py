@@ -110,6 +110,15 @@ def gpu_draws(obj: bpy.types.Object) -> bool:
     return rec is not None and rec.gpu_draws
 
 
+def has_parts(obj: bpy.types.Object) -> bool:
+    """The object's record names modifiers of Hybrid Skin's (a setup of version 2)."""
+    try:
+        rec = load(obj)
+    except HybridSkinError:
+        return False
+    return rec is not None and bool(rec.parts)
+
+
 def unreadable(obj: bpy.types.Object) -> bool:
     """A record is there that this build cannot read: the object is left alone."""
     try:
@@ -379,7 +388,11 @@ def _freeze_converted(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph | No
 
 # ------------------------------------------------------------------------------------ settings
 def settings_changed(obj: bpy.types.Object) -> None:
-    """Property update: set the display up again when it changed; the Mix modifier takes the settings."""
+    """Property update: set the display up again when it changed; the Mix modifier takes the settings.
+
+    A change of a setting evaluates nothing here: a script that sets a keyed Deform Factor and then inserts
+    a key (a common pattern) must find its value still there, and an evaluation in between re-applies the
+    animation, which copies of it (:mod:`.mirror`) may just have changed."""
     settings = obj.hybrid_skin
     rig_state().draw_failures.pop(obj.session_uid, None)  # new settings: the GPU display tries again
     if unreadable(obj):
@@ -391,9 +404,8 @@ def settings_changed(obj: bpy.types.Object) -> None:
         return
     if rec is None:
         return
-    with bind.own_edits([obj]):
-        mod = stack.find_modifier(obj, rec.armature)
-        mix = parts.find(obj, rec.parts)[parts.MIX]
-        if mix is not None and mod is not None:
-            parts.set_inputs(obj, mix, mod.object)
-        sync(obj, readers.mesh_readers([obj]).get(obj.session_uid))
+    mod = stack.find_modifier(obj, rec.armature)
+    mix = parts.find(obj, rec.parts)[parts.MIX]
+    if mix is not None and mod is not None:
+        parts.set_inputs(obj, mix, mod.object)
+    sync(obj, readers.mesh_readers([obj]).get(obj.session_uid))

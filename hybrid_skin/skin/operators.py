@@ -100,6 +100,11 @@ class HYBRID_SKIN_OT_remove(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
                 f"'{obj.name}' is a library override of a baked object: clear the bake in its library "
                 f"file '{obj.override_library.reference.library.filepath}' first"
             )
+        elif setup.has_parts(obj):  # an override cannot remove modifiers its library gave it
+            raise HybridSkinError(
+                f"'{obj.name}' is a library override whose Hybrid Skin is part of its library "
+                f"'{obj.override_library.reference.library.filepath}': remove it there"
+            )
         # An override's Hybrid Skin comes from its library; restoring only sets its own values back.
         if was_baked:
             baked.clear(obj)  # baked keys are derived data; leaving them would deform twice

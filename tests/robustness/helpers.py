@@ -18,7 +18,7 @@ TOL = 2e-6
 def modules(addon) -> SimpleNamespace:
     """The installed add-on's modules the scenarios reach into (API, bind, viewport, display, handlers)."""
     names = (
-        "api", "rig.bind", "skin.viewport", "rig.setup", "rig.factor_group", "rig.handlers", "runtime",
+        "api", "rig.bind", "skin.viewport", "rig.setup", "rig.auto_follow", "rig.handlers", "runtime",
         "errors",
     )
     package = addon.__name__

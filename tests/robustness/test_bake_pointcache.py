@@ -155,7 +155,9 @@ def test_clear_bake_removes_the_modifier_and_leaves_the_file(addon, tmp_path, fm
     written = path.read_bytes()
     assert bpy.ops.hybrid_skin.clear_bake() == {"FINISHED"}
     # The Mesh Cache is gone; the (Evaluated) display is back: the user's modifier and Hybrid Skin's own.
-    assert [m.name for m in obj.modifiers] == ["Armature", "HybridSkin DQS"]
+    assert [m.name for m in obj.modifiers] == [
+        "HybridSkin Rest", "Armature", "HybridSkin Keep LBS", "HybridSkin DQS", "HybridSkin Mix"
+    ]
     assert not obj.hybrid_skin.bake_state
     assert path.read_bytes() == written
     assert_close(evaluated(obj), unbaked, "after Clear Bake (the scene shows what it showed before the bake)")

@@ -2,10 +2,14 @@
 
 * The GPU display hides Blender's drawing of the mesh (bounds, Armature modifiers off): weight colours, the
   edit cage and sculpt brushes would be invisible. Outside Object Mode it steps aside (the user's display
-  type and Armature modifier shown, so Blender draws its exact hybrid) and is set up again back in Object
-  Mode, after undo and reload too.
-* The Evaluated display adds its factor group without taking the user's active vertex group: Weight Paint
-  paints the group the user picked.
+  type and Armature modifier shown, so Blender draws) and is set up again back in Object Mode, after undo
+  and reload too.
+* In paint and sculpt modes Blender shows the user's Armature modifier alone (LBS), whatever the display:
+  brushes reach a deformed mesh only through the deform-only modifiers at the top of its stack (Blender's
+  crazy-space), which Hybrid Skin's Geometry Nodes parts would end, so strokes would land on the rest
+  shape. What is shown is then where the brush paints.
+* Hybrid Skin adds no vertex group and leaves the user's active one alone: Weight Paint paints the group
+  the user picked.
 * Weights and vertices edited in Edit Mode are used without Rebind (leaving Edit Mode reports the mesh like
   a property set on the object, which alone does not make a bind suspect).
 """
@@ -73,8 +77,8 @@ def test_the_gpu_display_steps_aside_outside_object_mode(bent, mode):
     hs, cyl, setup, lbs = bent
     _mode(cyl, mode)
     _blender_draws(hs, cyl, setup)
-    if mode != "EDIT":  # Blender draws the exact hybrid (in Edit Mode the modifiers' own edit-mode setting)
-        assert_close(evaluated_positions(cyl), native_positions(cyl, 0.5), f"Blender's hybrid in {mode}")
+    if mode != "EDIT":  # paint modes: the user's Armature modifier alone, where brushes paint
+        assert_close(evaluated_positions(cyl), native_positions(cyl, 0.0), f"Blender's LBS in {mode}")
     _mode(cyl, "OBJECT")
     assert hs.setup.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert hs.viewport.shows_on_gpu(cyl, bpy.context.view_layer)
@@ -191,8 +195,8 @@ def test_the_evaluated_display_keeps_the_users_active_vertex_group(addon):
     setup = _user_setup(cyl)
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     hs = modules(addon)
-    assert cyl.vertex_groups.get(hs.setup.FACTOR_GROUP) is not None
-    assert cyl.vertex_groups.active.name == picked, "Weight Paint would paint the factor group"
+    assert len(cyl.vertex_groups) == len(setup["vertex_groups"]), "no vertex group of Hybrid Skin's"
+    assert cyl.vertex_groups.active.name == picked, "Weight Paint would paint another group"
     _mode(cyl, "WEIGHT_PAINT")
     assert cyl.vertex_groups.active.name == picked
     cyl.vertex_groups.active_index = 0  # the user picks another group while painting
@@ -205,22 +209,20 @@ def test_the_evaluated_display_keeps_the_users_active_vertex_group(addon):
     assert _user_setup(cyl) == setup
 
 
-def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
-    """Blender refuses vertex-group writes in Edit Mode (a factor set there raised and was lost), and an
-    edit can add vertices the factor group does not hold."""
+def test_the_evaluated_display_follows_edits_made_in_edit_mode(addon):
+    """A factor set in Edit Mode, and vertices an edit adds, are in the display once Edit Mode is left:
+    the factor in the Mix modifier, Auto's per-vertex data written again for the new vertices."""
     arm, cyl = three_bone_cylinder()
     pose_bone(arm, "Bone1", (70, 0, 30))
     cyl.hybrid_skin.display = "EVALUATED"
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     hs = modules(addon)
-    group = hs.setup.FACTOR_GROUP
     _mode(cyl, "EDIT")
     cyl.hybrid_skin.deform_factor = 0.3  # the slider dragged in Edit Mode
     bpy.ops.mesh.select_all(action="SELECT")
-    assert bpy.ops.mesh.subdivide(number_cuts=1) == {"FINISHED"}  # vertices the group never held
+    assert bpy.ops.mesh.subdivide(number_cuts=1) == {"FINISHED"}  # vertices no bind has seen
     _mode(cyl, "OBJECT")
-    weights = group_weights(cyl, group)
-    assert len(weights) > 888 and np.allclose(weights, 0.3), "the Evaluated display mixes by stale factors"
+    assert len(cyl.data.vertices) > 888
     assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.3), "Evaluated display")
 
     cyl.hybrid_skin.factor_mode = "AUTO"
@@ -233,40 +235,38 @@ def test_the_evaluated_display_writes_its_factors_once_edit_mode_is_left(addon):
     dg = bpy.context.evaluated_depsgraph_get()
     auto = hs.bind.cached_bind(cyl, dg).posed(dg).auto_factors()
     assert len(auto) == len(cyl.data.vertices) and np.ptp(auto) > 0.01, "Auto factors vary (or this is void)"
-    assert np.allclose(group_weights(cyl, group), auto, atol=hs.factor_group.AUTO_STEP)
+    assert_close(evaluated_positions(cyl), native_positions(cyl, auto), "Auto after the edit")
 
 
 def test_switching_the_display_while_painting_keeps_blenders_drawing_until_object_mode(bent):
     hs, cyl, setup, lbs = bent
     _mode(cyl, "WEIGHT_PAINT")
     cyl.hybrid_skin.display = "EVALUATED"
-    assert cyl.modifiers.get(hs.setup.MIX_MODIFIER) is not None, "Evaluated: Blender's own hybrid"
+    assert cyl.modifiers.get("HybridSkin Mix") is not None, "Evaluated: Blender's own hybrid"
+    assert_close(evaluated_positions(cyl), native_positions(cyl, 0.0), "Blender's LBS while painting")
     cyl.hybrid_skin.display = "GPU"
     _blender_draws(hs, cyl, setup)
-    assert_close(evaluated_positions(cyl), native_positions(cyl, 0.5), "Blender's hybrid while painting")
+    assert_close(evaluated_positions(cyl), native_positions(cyl, 0.0), "Blender's LBS while painting")
     _mode(cyl, "OBJECT")
     assert hs.setup.gpu_draws(cyl) and cyl.display_type == "BOUNDS"
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert _user_setup(cyl) == setup
 
 
-def test_a_save_in_edit_mode_with_the_evaluated_display_stores_the_users_mesh_exactly(addon, tmp_path):
-    """Saving restores the user's setup first (the factor group and modifier leave the file) and puts the
-    display back after: both in Edit Mode, where the factor group's weights live in the edit mesh."""
+def test_a_save_in_edit_mode_with_the_evaluated_display_keeps_everything(addon, tmp_path):
+    """Saving keeps the setup (the file holds Blender's hybrid): a save in Edit Mode, whose mesh lives in
+    the edit mesh meanwhile, changes nothing of the user's or of the setup."""
     arm, cyl = three_bone_cylinder()
     pose_bone(arm, "Bone1", (70, 0, 30))
     cyl.hybrid_skin.display = "EVALUATED"
-    before = object_snapshot(cyl)
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    before = object_snapshot(cyl)
     hs = modules(addon)
     _mode(cyl, "EDIT")
-    hs.handlers.on_save_pre()
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "edit.blend"), copy=True) == {"FINISHED"}
     _mode(cyl, "OBJECT")
-    assert differences(before, object_snapshot(cyl)) == [], "the file would hold Hybrid Skin's own setup"
-    _mode(cyl, "EDIT")
-    hs.handlers.on_save_post()
-    _mode(cyl, "OBJECT")
-    assert cyl.modifiers.get(hs.setup.MIX_MODIFIER) is not None
+    assert differences(before, object_snapshot(cyl)) == [], "the save changed the object"
+    assert cyl.modifiers.get("HybridSkin Mix") is not None
     assert_close(evaluated_positions(cyl), hs.api.deformed_positions(cyl, 0.5), "after the save")
 
 

@@ -144,8 +144,9 @@ def test_gpu_display_follows_painted_weights(bent, gpu_context):
 
 
 def test_evaluated_auto_playback_keeps_the_bind(addon):
-    """The Evaluated display writes its Auto factors into its vertex group at every frame: not an edit of
-    what the bind read (the bind would otherwise be read again at every frame of playback)."""
+    """Playback of the Evaluated display with Auto is no edit of what the bind read (Blender evaluates
+    Auto; before Blender 5.2 the add-on writes its factors at every frame): the bind stays, and a weight
+    edit made between frames is still seen."""
     hs = modules(addon)
     arm, obj = keyed_rig()
     obj.hybrid_skin.factor_mode = "AUTO"

@@ -28,7 +28,9 @@ def snapshot(obj: bpy.types.Object) -> dict:
         for m in obj.modifiers
     ]
     for m in mods:
-        m["object"] = m.get("object") and m["object"].name
+        for key, value in m.items():
+            if isinstance(value, bpy.types.ID):
+                m[key] = value.name  # datablocks by name: a reopened file has other Python objects
     return {
         "modifiers": mods,
         "display_type": obj.display_type,
@@ -57,9 +59,13 @@ def test_installed_zip_registers_operators_panel_and_property(addon):
     assert addon.__name__ == "bl_ext.user_default.hybrid_skin"
 
 
+PARTS = ["HybridSkin Rest", "Armature", "HybridSkin Keep LBS", "HybridSkin DQS", "HybridSkin Mix"]
+
+
 def test_add_sets_up_blenders_exact_hybrid_and_remove_restores_exactly(addon, rigged):
     """Add's default display is Evaluated: the user's Armature modifier as LBS, Hybrid Skin's Preserve
-    Volume modifier after it mixing by the factor group; Blender draws it."""
+    Volume modifier and the Geometry Nodes modifiers that keep the LBS result and mix the two; Blender
+    draws it. No vertex group of Hybrid Skin's: the factor lives in the Mix modifier."""
     arm, cyl = rigged
     cyl.modifiers.new("Smooth", "CORRECTIVE_SMOOTH")
     cyl.display_type = "SOLID"
@@ -67,9 +73,9 @@ def test_add_sets_up_blenders_exact_hybrid_and_remove_restores_exactly(addon, ri
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     settings = cyl.hybrid_skin
     assert settings.enabled and settings.display == "EVALUATED" and settings.deform_factor == 0.5
-    assert [m.name for m in cyl.modifiers] == ["Armature", "HybridSkin DQS", "Smooth"]
+    assert [m.name for m in cyl.modifiers] == [*PARTS, "Smooth"]
     assert all(m.show_viewport and m.show_render for m in cyl.modifiers)
-    assert cyl.display_type == "SOLID" and cyl.vertex_groups.get("HybridSkin Factor") is not None
+    assert cyl.display_type == "SOLID" and [g.name for g in cyl.vertex_groups] == before["groups"]
     assert bpy.ops.hybrid_skin.remove() == {"FINISHED"}
     assert snapshot(cyl) == before
     assert not cyl.hybrid_skin.enabled
@@ -82,8 +88,9 @@ def test_add_gpu_display_hides_native_drawing_and_remove_restores_exactly(addon,
     before = snapshot(cyl)
     assert bpy.ops.hybrid_skin.add(display="GPU") == {"FINISHED"}
     assert cyl.hybrid_skin.display == "GPU"
-    assert [m.show_viewport for m in cyl.modifiers] == [False, False]
-    assert [m.show_render for m in cyl.modifiers] == [True, True]  # renders: Blender's exact hybrid
+    assert [m.name for m in cyl.modifiers] == PARTS
+    assert [m.show_viewport for m in cyl.modifiers] == [False] * 5
+    assert [m.show_render for m in cyl.modifiers] == [True] * 5  # renders: Blender's exact hybrid
     assert cyl.display_type == "BOUNDS"
     cyl.modifiers.new("Smooth", "CORRECTIVE_SMOOTH")  # a modifier after it: Blender draws the stack
     bpy.context.view_layer.update()
@@ -129,26 +136,26 @@ def test_vertex_group_factor_mode(addon, rigged):
         addon.api.deformed_positions(cyl)
 
 
-def test_save_reload_keeps_settings_and_saves_the_users_own_setup(addon, rigged, tmp_path):
+def test_save_reload_keeps_settings_and_saves_blenders_hybrid(addon, rigged, tmp_path):
+    """The file holds the setup as Blender evaluates it (issue 34): linked into another file, the object
+    comes with every part and the settings; opened again, it is as it was saved."""
     arm, cyl = rigged
-    before = snapshot(cyl)
     bpy.ops.hybrid_skin.add()
     cyl.hybrid_skin.deform_factor = 0.73
-    cyl.hybrid_skin.deform_factor = 0.73
+    saved = snapshot(cyl)
     path = tmp_path / "saved.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-    assert cyl.modifiers.get("HybridSkin DQS") is not None  # set up again after saving
-    # What is on disk is the user's own setup plus the settings (linked: appending would set it up).
+    assert snapshot(cyl) == saved  # saving changes nothing
     with bpy.data.libraries.load(str(path), link=True) as (src, dst):
         dst.objects = ["Cylinder"]
     loaded = dst.objects[0]
-    assert snapshot(loaded) == before
+    assert [m.name for m in loaded.modifiers] == PARTS
     assert loaded.hybrid_skin.enabled and abs(loaded.hybrid_skin.deform_factor - 0.73) < 1e-7
     bpy.data.objects.remove(loaded)
     bpy.ops.wm.open_mainfile(filepath=str(path))
     cyl = bpy.data.objects["Cylinder"]
     assert cyl.hybrid_skin.enabled and abs(cyl.hybrid_skin.deform_factor - 0.73) < 1e-7
-    assert cyl.modifiers.get("HybridSkin DQS") is not None  # load_post set the display up again
+    assert snapshot(cyl) == saved
 
 
 def test_deform_factor_is_animatable(addon, rigged):

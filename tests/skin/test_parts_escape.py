@@ -1,5 +1,5 @@
-"""Issue 26 §3 and §4: Hybrid Skin's parts (its Preserve Volume modifier and factor group on the user's
-object) never outlive or escape their object, whatever Blender's own tools do with them.
+"""Issue 26 §3 and §4: Hybrid Skin's parts (its modifiers, and the per-vertex data its Mix tree reads, on
+the user's object) never outlive or escape their object, whatever Blender's own tools do with them.
 
 Each case ends either exactly as Blender alone would leave the objects (truth: Blender's own Armature
 modifier on a plain copy, ``native_positions``) or with Hybrid Skin fully set up on the object that carries
@@ -22,12 +22,20 @@ from tests.support.scenes import evaluated_positions, native_positions
 
 FRAME = 6
 MIX, GROUP = "HybridSkin DQS", "HybridSkin Factor"
+#: Hybrid Skin's modifiers on an object it is set up on.
+PARTS = ["HybridSkin Rest", "HybridSkin Keep LBS", "HybridSkin DQS", "HybridSkin Mix"]
 
 
 def _parts(obj) -> list[str]:
-    return [m.name for m in obj.modifiers if m.name.startswith(MIX)] + [
+    """Hybrid Skin's modifiers, version 1's factor group, and its per-vertex data, on ``obj``."""
+    data = [a.name for a in obj.data.attributes if a.name.startswith(".hybrid_skin_")]
+    return [m.name for m in obj.modifiers if m.name.startswith("HybridSkin ")] + [
         g.name for g in obj.vertex_groups if g.name.startswith(GROUP)
-    ]
+    ] + (["per-vertex data"] if data else [])
+
+
+def _modifier_parts(obj) -> list[str]:
+    return [m.name for m in obj.modifiers if m.name.startswith("HybridSkin ")]
 
 
 def _exact(addon, obj, what: str) -> None:
@@ -133,36 +141,40 @@ def test_an_appended_character_is_set_up(addon, tmp_path, display, how):
     _exact(addon, obj, f"appended ({how})")
 
 
-def test_a_linked_character_shows_its_librarys_deformation_and_the_panel_says_so(addon, tmp_path):
-    """Linked data is not the user's to change (the factor group lives on the library's mesh): Blender shows
-    the library's own stack, as it would without the add-on, and the panel says why."""
+def test_a_linked_character_shows_its_librarys_hybrid_and_the_panel_says_so(addon, tmp_path):
+    """Linked data is not the user's to change: Blender shows the library's own stack — which holds Hybrid
+    Skin's hybrid (issue 34) — and the panel says why nothing can be changed here."""
     path = _library(addon, tmp_path, "EVALUATED")
     assert bpy.ops.wm.link(directory=f"{path}/Collection/", filename="Character") == {"FINISHED"}
     instancer = bpy.data.objects["Character"]
     assert instancer.instance_collection is not None
     obj = bpy.data.objects["Cylinder"]
-    assert obj.library is not None and obj.hybrid_skin.enabled and _parts(obj) == []
+    assert obj.library is not None and obj.hybrid_skin.enabled and _modifier_parts(obj) == PARTS
     panel = importlib.import_module(addon.__name__ + ".skin.panel").VIEW3D_PT_hybrid_skin
     linked = bpy.data.collections["Character"]
     layer = bpy.context.view_layer
     override = linked.override_hierarchy_create(bpy.context.scene, layer, reference=instancer)
     assert override is not None
     local = next(o for o in bpy.data.objects if o.override_library is not None and o.type == "MESH")
-    bpy.context.view_layer.update()
-    assert _parts(local) == [], "an override keeps its library's stack (its mesh is the library's)"
+    bpy.context.scene.frame_set(FRAME)
+    assert _modifier_parts(local) == PARTS, "an override keeps its library's stack"
+    factor = local.hybrid_skin.deform_factor
+    assert_close(evaluated_positions(local), native_positions(local, factor), "the override: the hybrid")
+    lbs = native_positions(local, 0.0)
+    assert np.abs(evaluated_positions(local) - lbs).max() > 1e-3, "and not Blender's LBS (or this is void)"
     activate(local)
     assert "Linked: Blender shows its library's deformation" in draw_panel(panel).labels()
 
 
 # --------------------------------------------------------------------------- Copy to Selected, Transfer
-def test_copy_vertex_groups_to_selected_leaves_the_factor_group_behind(addon, body, capfd):
+def test_copy_vertex_groups_to_selected_gives_the_glove_nothing_of_hybrid_skins(addon, body):
     arm, obj = body
     glove = _glove(obj)
     activate(obj)
     glove.select_set(True)
     assert bpy.ops.object.vertex_group_copy_to_selected() == {"FINISHED"}
     bpy.context.view_layer.update()
-    assert _parts(glove) == [] and "'Glove' got Hybrid Skin's vertex group" in capfd.readouterr().out
+    assert _parts(glove) == [] and [g.name for g in glove.vertex_groups] == [g.name for g in obj.vertex_groups]
     _exact(addon, obj, "the body")
 
 
@@ -208,7 +220,7 @@ def test_make_single_user_after_a_linked_duplicate_keeps_both_exact_and_no_stray
     assert bpy.ops.object.make_single_user(object=True, obdata=True) == {"FINISHED"}
     bpy.context.view_layer.update()
     for o in (obj, twin):
-        assert o.data.users == 1 and len(_parts(o)) == 2, (o.name, _parts(o))
+        assert o.data.users == 1 and _modifier_parts(o) == PARTS, (o.name, _parts(o))
         _exact(addon, o, o.name)
 
 
@@ -222,7 +234,7 @@ def test_joining_a_glove_into_the_body_keeps_the_body_exact(addon, body, capfd):
     count = len(obj.data.vertices)
     assert bpy.ops.object.join() == {"FINISHED"}
     bpy.context.view_layer.update()
-    assert len(obj.data.vertices) == 2 * count and len(_parts(obj)) == 2
+    assert len(obj.data.vertices) == 2 * count and _modifier_parts(obj) == PARTS
     _exact(addon, obj, "the joined body")
 
 
@@ -236,7 +248,7 @@ def test_joining_the_body_into_a_glove_leaves_the_glove_as_blender_alone_would(a
     bpy.context.view_layer.update()
     assert _parts(glove) == [] and not glove.hybrid_skin.enabled
     assert_close(evaluated_positions(glove), native_positions(glove, 0.0), "the glove: Blender's LBS")
-    assert "'Glove' got Hybrid Skin's vertex group" in capfd.readouterr().out
+    assert "'Glove' got Hybrid Skin's per-vertex data" in capfd.readouterr().out
 
 
 def test_a_separated_part_keeps_hybrid_skin_set_up(addon, body):
@@ -253,7 +265,7 @@ def test_a_separated_part_keeps_hybrid_skin_set_up(addon, body):
     part = next(o for o in bpy.context.selected_objects if o != obj)
     bpy.context.view_layer.update()
     for o in (obj, part):
-        assert len(_parts(o)) == 2, (o.name, _parts(o))
+        assert _modifier_parts(o) == PARTS, (o.name, _parts(o))
         _exact(addon, o, o.name)
 
 
@@ -264,7 +276,7 @@ def test_a_script_moving_the_dqs_modifier_away_gets_it_put_back(addon, body, cap
     mix = obj.modifiers[MIX]
     obj.modifiers.move(list(obj.modifiers).index(mix), len(obj.modifiers) - 1)
     bpy.context.view_layer.update()
-    assert [m.name for m in obj.modifiers][:2] == ["Armature", MIX]
+    assert [m.name for m in obj.modifiers] == [PARTS[0], "Armature", *PARTS[1:], "Smooth"]
     assert "was removed or moved, so it is set up again" in capfd.readouterr().out
     shown = evaluated_positions(obj)
     obj.modifiers.remove(obj.modifiers["Smooth"])

@@ -6,6 +6,8 @@ modifiers — Blender's C++ deformation — and restores the user's modifier set
 
 from __future__ import annotations
 
+import re
+
 import math
 
 import bmesh
@@ -53,7 +55,8 @@ def native_positions(obj: bpy.types.Object, deform_factor: float | np.ndarray) -
 
 class plain_copy:  # noqa: N801 - used as a context manager, like contextlib's
     """A copy of ``obj`` (its own mesh, same place, parent and weights) without Hybrid Skin: the add-on's
-    Preserve Volume modifier removed and its settings off; removed again on leaving."""
+    modifiers (``HybridSkin Rest``, ``Keep LBS``, ``DQS``, ``Mix``; earlier builds' factor group) and
+    per-vertex data removed and its settings off; removed again on leaving."""
 
     def __init__(self, obj: bpy.types.Object):
         self.obj = obj
@@ -66,17 +69,23 @@ class plain_copy:  # noqa: N801 - used as a context manager, like contextlib's
             copy.hybrid_skin.saved_state = ""  # the original's record: not the copy's to restore
             copy.hybrid_skin.bake_state = ""
             copy.hybrid_skin.enabled = False
-        for mod in [m for m in copy.modifiers if m.name.startswith("HybridSkin DQS")]:
+        parts = r"HybridSkin (Rest|Keep LBS|DQS|Mix)(\.\d+)?"
+        for mod in [m for m in copy.modifiers if re.fullmatch(parts, m.name)]:
             copy.modifiers.remove(mod)
+        for name in [a.name for a in copy.data.attributes if a.name.startswith(".hybrid_skin_")]:
+            copy.data.attributes.remove(copy.data.attributes[name])
         ours = [g for g in copy.vertex_groups if g.name.startswith("HybridSkin Factor") and g.lock_weight]
         for group in ours:
             copy.vertex_groups.remove(group)
         for mod in copy.modifiers:
             if mod.type == "ARMATURE":
                 mod.show_viewport = True  # (hidden on the original by the GPU display)
-        for collection in obj.users_collection:
+        # Where the original is (its layer's visibility), unless that collection is a library's or an
+        # override's, which take no new objects.
+        local = [c for c in obj.users_collection if c.library is None and c.override_library is None]
+        for collection in local:
             collection.objects.link(copy)
-        if not obj.users_collection:
+        if not local:
             bpy.context.scene.collection.objects.link(copy)
         self.copy = copy
         bpy.context.view_layer.update()
