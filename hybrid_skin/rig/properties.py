@@ -41,7 +41,7 @@ DISPLAYS = [
         "EVALUATED",
         "Evaluated",
         "Blender's own modifiers compute the exact hybrid: the viewport, renders, exporters, Convert, "
-        "clothing, instances, ray casts and scripts all see it",
+        "clothing, instances, ray casts, scripts and other machines (the file holds it) all see it",
         1,
     ),
     (
@@ -96,7 +96,11 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
         update=_settings_changed,
     )
     factor_mode: EnumProperty(
-        name="Factor Mode", items=FACTOR_MODES, default="GLOBAL", update=_factor_mode_changed
+        name="Factor Mode",
+        description="Where each vertex's deform factor comes from: one number, a vertex group, or the pose",
+        items=FACTOR_MODES,
+        default="GLOBAL",
+        update=_factor_mode_changed,
     )
     auto_profile: EnumProperty(
         name="Auto Profile",
@@ -117,7 +121,13 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
         description="Vertex group whose weights scale the deform factor",
         update=_settings_changed,
     )
-    display: EnumProperty(name="Display", items=DISPLAYS, default="EVALUATED", update=_settings_changed)
+    display: EnumProperty(
+        name="Display",
+        description="How the viewport shows the hybrid: Blender's own modifiers, or the add-on's faster preview",
+        items=DISPLAYS,
+        default="EVALUATED",
+        update=_settings_changed,
+    )
     modifier_name: StringProperty(
         name="Armature Modifier", description="The Armature modifier Hybrid Skin follows"
     )

@@ -43,7 +43,10 @@ from .state import hold, rig_state
 from .trees import auto_tree, builder, stack_trees
 
 __all__ = [
+    "AUTO_ATTRIBUTE",
+    "AUTO_TREE",
     "HIDDEN",
+    "PAINT",
     "READ",
     "REFUSED",
     "RENDER",
@@ -52,13 +55,16 @@ __all__ = [
     "aside_reason",
     "gpu_draws",
     "gpu_refusal",
+    "has_parts",
     "is_applied",
     "is_local",
     "load",
+    "readable",
     "restore",
     "settings_changed",
     "store",
     "sync",
+    "unreadable",
 ]
 
 #: The record's ``auto``: Blender evaluates Auto from the pose in the Mix tree ...

@@ -7,13 +7,14 @@ from bpy.props import EnumProperty
 
 from ..errors import HybridSkinError
 from ..operator_base import GuardedOperator, in_modes, refuse
-from ..rig import baked, bind, checks, properties, setup, stack
+from ..rig import baked, bind, checks, handlers, properties, setup, stack
 from . import viewport
 
 __all__ = [
     "HYBRID_SKIN_OT_add",
     "HYBRID_SKIN_OT_rebind",
     "HYBRID_SKIN_OT_remove",
+    "HYBRID_SKIN_OT_remove_all",
 ]
 
 
@@ -134,7 +135,39 @@ class HYBRID_SKIN_OT_rebind(NeedsHybridSkin, GuardedOperator, bpy.types.Operator
         return {"FINISHED"}
 
 
-classes = (HYBRID_SKIN_OT_add, HYBRID_SKIN_OT_remove, HYBRID_SKIN_OT_rebind)
+class HYBRID_SKIN_OT_remove_all(GuardedOperator, bpy.types.Operator):
+    """Take Hybrid Skin off every object of this file: each gets its own modifiers and settings back, as
+    Remove does. The setup is Blender's own data and stays in files after the add-on is uninstalled;
+    this is how a file is handed on without it"""
+
+    bl_idname = "hybrid_skin.remove_all"
+    bl_label = "Remove Hybrid Skin from All Objects"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if not in_modes(cls, context, "remove Hybrid Skin from the file"):
+            return False
+        used = any(o.type == "MESH" and (o.hybrid_skin.enabled or o.hybrid_skin.saved_state) for o in bpy.data.objects)
+        return used or refuse(cls, "No object of this file uses Hybrid Skin")
+
+    def execute(self, context):
+        baked_objects = [o for o in bpy.data.objects if o.type == "MESH" and setup.is_local(o) and o.hybrid_skin.bake_state]
+        for obj in baked_objects:
+            baked.clear(obj)  # derived data: left alone, the baked keys would deform a second time
+        names = handlers.remove_all()
+        for obj in bpy.data.objects:
+            bind.forget(obj)
+        viewport.forget()
+        skipped = [o.name for o in bpy.data.objects if o.type == "MESH" and o.hybrid_skin.enabled]
+        told = f"Removed Hybrid Skin from {len(names)} object(s)"
+        if skipped:
+            told += f"; {len(skipped)} kept it (linked from a library, or a record of a newer build): {skipped[:3]}"
+        self.report({"INFO"}, told)
+        return {"FINISHED"}
+
+
+classes = (HYBRID_SKIN_OT_add, HYBRID_SKIN_OT_remove, HYBRID_SKIN_OT_rebind, HYBRID_SKIN_OT_remove_all)
 
 
 def register() -> None:

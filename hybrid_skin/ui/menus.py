@@ -7,6 +7,7 @@ the developer's operator search. So each operator is in the menus of its kind of
   feature: set up (Add, Remove, Rebind), look (Analyze, Render Comparison), bake (shape keys, the current
   frame, PC2/MDD point caches, Clear), animation textures (VAT bake, Crowd Preview, Skin Rigid Parts);
 * **Object ▸ Animation**, beside Blender's own *Bake Action...*: the deformation bake and the texture bake;
+* **File ▸ Clean Up**: Remove Hybrid Skin from All Objects (a file handed on without the add-on);
 * **Pose ▸ Hybrid Skin** (an armature in Pose Mode, where animators work): the texture bake, Crowd
   Preview and Skin Rigid Parts;
 * the **Action editor**'s own menu (Action, or Key before Blender 4.4): the texture bake (from the
@@ -27,6 +28,7 @@ OBJECT_ITEMS: tuple = (
     ("hybrid_skin.add", None, {}),
     ("hybrid_skin.rebind", None, {}),
     ("hybrid_skin.remove", None, {}),
+    ("hybrid_skin.remove_all", None, {}),
     None,
     ("hybrid_skin.analyze", None, {}),
     ("hybrid_skin.render_comparison", "Render Hybrid Skin Comparison...", {}),
@@ -46,6 +48,8 @@ ANIMATION_ITEMS: tuple = (
     ("hybrid_skin.bake_deformation", "Bake Hybrid Skin to Shape Keys", {"target": "SHAPE_KEYS"}),
     ("hybrid_skin.bake_animation_texture", "Bake Animation Texture (VAT)...", {}),
 )
+#: File ▸ Clean Up: where a file is readied to be handed on.
+CLEANUP_ITEMS: tuple = (("hybrid_skin.remove_all", None, {}),)
 ACTION_EDITOR_ITEMS: tuple = (("hybrid_skin.crowd_preview", "Animation Texture Crowd Preview...", {}),)
 
 
@@ -97,6 +101,11 @@ def _animation_menu(self, context) -> None:
     draw_items(self.layout, ANIMATION_ITEMS)
 
 
+def _cleanup_menu(self, context) -> None:
+    self.layout.separator()
+    draw_items(self.layout, CLEANUP_ITEMS)
+
+
 def _action_editor_menu(self, context) -> None:
     space = context.space_data
     if space is not None and getattr(space, "ui_mode", getattr(space, "mode", "")) == "ACTION":
@@ -111,6 +120,7 @@ MENU_ENTRIES = {
     "VIEW3D_MT_object": _object_menu,
     "VIEW3D_MT_object_animation": _animation_menu,
     "VIEW3D_MT_pose": _pose_menu,
+    "TOPBAR_MT_file_cleanup": _cleanup_menu,
     ACTION_MENU: _action_editor_menu,
 }
 

@@ -195,11 +195,6 @@ def test_every_greyed_button_says_why(addon, rig):
     assert len(with_poll) == 10 and with_poll == said.keys(), with_poll ^ said.keys()
 
 
-#: Descriptions being written with the rig layer's rework (issue 34 owns these settings): allowed missing
-#: until they land (then checked like the rest); any other property without one fails.
-PENDING_WITH_ISSUE_34 = {"HybridSkinSettings.factor_mode", "HybridSkinSettings.display"}
-
-
 def test_every_property_has_a_description(addon):
     """Blender shows a property's description as its tooltip; one without leaves the user guessing. Over
     every operator and property group the add-on registers (panels and menus have Blender's own RNA)."""
@@ -222,11 +217,4 @@ def test_every_property_has_a_description(addon):
                     if not prop.description.strip():
                         missing.add(f"{cls.__name__}.{prop.identifier}")
     assert checked > 40  # the walk sees the properties (else an empty loop would pass)
-    assert missing == PENDING_WITH_ISSUE_34 - _described_since(addon), sorted(missing)
-
-
-def _described_since(addon) -> set[str]:
-    """The pending ones that got their description meanwhile (the rig layer's rework landing)."""
-    settings = bpy.types.Object.bl_rna.properties["hybrid_skin"].fixed_type
-    return {f"HybridSkinSettings.{p}" for p in ("factor_mode", "display")
-            if settings.properties[p].description.strip()}  # fmt: skip
+    assert not missing, sorted(missing)
