@@ -45,8 +45,9 @@ def _key(obj: bpy.types.Object, bound) -> tuple:
     )
 
 
-def follow(obj: bpy.types.Object, rec) -> None:
-    """After an evaluation: write Auto's factors of an attribute-path object if they may have moved."""
+def follow(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
+    """After an evaluation (``depsgraph``, the handler's): write Auto's factors of an attribute-path object if
+    they may have moved."""
     if rec is None or rec.auto != setup.AUTO_ATTRIBUTE or obj.hybrid_skin.factor_mode != "AUTO":
         return
     if obj.mode == "EDIT":
@@ -54,28 +55,28 @@ def follow(obj: bpy.types.Object, rec) -> None:
     if (rec.gpu_draws and _busy()) or _stroke_running():
         _queue(obj)
         return
-    _write(obj)
+    _write(obj, depsgraph)
 
 
-def _write(obj: bpy.types.Object) -> None:
-    depsgraph = bpy.context.evaluated_depsgraph_get()
+def _write(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
+    """The factors of ``depsgraph``'s pose. Never evaluated here (a handler must not evaluate the scene
+    again): Blender's second pass of the same update evaluates the write, and its report of the mesh
+    reaches no handler, so it is taken for no edit."""
     try:
         bound = bind.cached_bind(obj, depsgraph, check_rest=False)
         key = _key(obj, bound)
         if rig_state().auto_written.get(obj.session_uid) == key:
             return
-        with bind.own_edits([obj]):
-            auto_data.write_factors(obj, bound.posed(depsgraph))
+        auto_data.write_factors(obj, bound.posed(depsgraph))
         rig_state().auto_written[obj.session_uid] = key
     except HybridSkinError as err:
         runtime.get().report_once(obj, err)
 
 
-def refresh(obj: bpy.types.Object, rec) -> None:
+def refresh(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
     """The bind changed since its data went onto the mesh (a weight edit): write it again."""
     if rec is None or obj.mode != "OBJECT" or not rec.parts:
         return
-    depsgraph = bpy.context.evaluated_depsgraph_get()
     state = rig_state()
     try:
         bound = bind.cached_bind(obj, depsgraph, check_rest=False)
@@ -87,11 +88,10 @@ def refresh(obj: bpy.types.Object, rec) -> None:
     source, reason = auto_data.source(obj, bound)
     same_shape = rec.auto == setup.AUTO_TREE and not reason and set(rec.attributes) == set(source.helpers)
     if same_shape and _tree_matches(obj, rec, source):
-        with bind.own_edits([obj]):
-            auto_data.write_vertex_data(obj, bound, source)
+        auto_data.write_vertex_data(obj, bound, source)
         state.vertex_data[obj.session_uid] = bound.serial
     else:
-        setup.apply(obj)  # the tree's shape changed (influences, bones, the path): built again
+        setup.rebuild(obj, depsgraph)  # the tree's shape changed (influences, bones, the path)
 
 
 def _tree_matches(obj: bpy.types.Object, rec, source) -> bool:
@@ -137,6 +137,7 @@ def write_queued() -> float | None:
         return WRITE_DELAY_S
     state = rig_state()
     queued, state.auto_queued = state.auto_queued, set()
+    depsgraph = bpy.context.evaluated_depsgraph_get()  # a timer: evaluating is allowed here
     for obj in [o for o in bpy.data.objects if o.session_uid in queued and o.type == "MESH"]:
-        _write(obj)
+        _write(obj, depsgraph)
     return None

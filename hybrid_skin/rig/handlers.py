@@ -189,11 +189,11 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         if rec is None:
             continue
         if obj.data.session_uid in edited:  # weights or vertices edited: the tree's data follows
-            auto_follow.refresh(obj, rec)
+            auto_follow.refresh(obj, rec, depsgraph)
             rec = setup.readable(obj)
         if (obj.session_uid in ids or animation) and rec is not None and rec.parts:
             _mirror(obj, rec)
-        auto_follow.follow(obj, rec)
+        auto_follow.follow(obj, rec, depsgraph)
 
 
 def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
@@ -205,7 +205,7 @@ def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         bind.mark_edited(edited)
         for obj in enabled_objects():
             if obj.data.session_uid in edited and obj.session_uid not in state.held:
-                auto_follow.refresh(obj, setup.readable(obj))
+                auto_follow.refresh(obj, setup.readable(obj), depsgraph)
     if any(isinstance(u.id, bpy.types.Action) for u in updates):
         _mirror_all(state)  # keys edited since the last evaluation (a script keys, then sets the frame)
     rendering = _viewport_rendering()
@@ -226,7 +226,7 @@ def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
     for obj in busy:
         if obj.hybrid_skin.display == "GPU":
             setup.sync(obj, read.get(obj.session_uid), depsgraph)
-        auto_follow.follow(obj, setup.readable(obj))
+        auto_follow.follow(obj, setup.readable(obj), depsgraph)
 
 
 def _attribute_auto(obj: bpy.types.Object) -> bool:

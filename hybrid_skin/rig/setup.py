@@ -219,14 +219,21 @@ def apply(obj: bpy.types.Object) -> None:
         _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid))
 
 
-def _apply(obj: bpy.types.Object, reader: str | None) -> bool:
-    """:func:`apply` without the evaluation scope; True when the parts were set up. The handlers leave the
-    object alone meanwhile (the bind evaluates the scene: a handler must not set it up a second time)."""
+def rebuild(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
+    """Set ``obj`` up again from a handler (its bind changed shape): nothing evaluated here."""
+    if is_local(obj) and not unreadable(obj):
+        _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid), depsgraph)
+
+
+def _apply(obj: bpy.types.Object, reader: str | None, depsgraph: bpy.types.Depsgraph | None = None) -> bool:
+    """:func:`apply` without the evaluation scope; True when the parts were set up. ``depsgraph``: the
+    evaluation to bind from (a handler's: a handler must not evaluate the scene again); else the context's,
+    evaluated now. The handlers leave the object alone meanwhile."""
     with hold([obj]):
-        return _set_up(obj, reader)
+        return _set_up(obj, reader, depsgraph)
 
 
-def _set_up(obj: bpy.types.Object, reader: str | None) -> bool:
+def _set_up(obj: bpy.types.Object, reader: str | None, depsgraph: bpy.types.Depsgraph | None) -> bool:
     _restore(obj)
     settings = obj.hybrid_skin
     mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
@@ -240,7 +247,9 @@ def _set_up(obj: bpy.types.Object, reader: str | None) -> bool:
         preserve_volume=mod.use_deform_preserve_volume,
     )
     mod.use_deform_preserve_volume = False
-    depsgraph = bpy.context.evaluated_depsgraph_get()
+    if depsgraph is None:
+        state = rig_state()
+        depsgraph = bpy.context.view_layer.depsgraph if state.in_handler else bpy.context.evaluated_depsgraph_get()
     try:
         bound = bind.cached_bind(obj, depsgraph)
     except HybridSkinError as err:  # set up anyway: Blender's LBS/DQS mix needs no bind; Auto waits for one
@@ -320,7 +329,7 @@ def sync(
         if settings.enabled and not settings.bake_state and not unreadable(obj) and stack.find_armature_modifier(
             obj, stack.followed_modifier_name(obj)
         ):
-            _apply(obj, reader)
+            _apply(obj, reader, depsgraph)
         return
     if not settings.enabled or settings.bake_state:
         _restore(obj)
@@ -331,7 +340,7 @@ def sync(
         _take_off(obj, converted)
         return
     if not rec.parts:  # version 1's setup
-        _apply(obj, reader)
+        _apply(obj, reader, depsgraph)
         return
     found = parts.find(obj, rec.parts)
     if obj.mode in ("OBJECT", *PAINT_MODES) and not parts.in_place(obj, mod, found):
@@ -342,7 +351,7 @@ def sync(
                 "(Remove Hybrid Skin takes it off)"
             ),
         )
-        _apply(obj, reader)
+        _apply(obj, reader, depsgraph)
         return
     if not rec.hidden:
         parts.mirror(mod, found)

@@ -8,7 +8,6 @@ step — in the same evaluation that shows it, with nothing written by the add-o
 
 from __future__ import annotations
 
-
 import bpy
 import numpy as np
 import pytest

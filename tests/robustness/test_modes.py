@@ -25,7 +25,7 @@ import pytest
 
 from tests.robustness.helpers import activate, assert_close, gpu_positions, modules, three_bone_cylinder
 from tests.support.layout import draw_panel
-from tests.support.scenes import evaluated_positions, group_weights, native_positions, pose_bone
+from tests.support.scenes import evaluated_positions, native_positions, pose_bone
 from tests.support.snapshot import differences, object_snapshot
 
 PAINT_MODES = ["EDIT", "WEIGHT_PAINT", "SCULPT", "VERTEX_PAINT", "TEXTURE_PAINT"]

@@ -6,9 +6,8 @@ modifiers — Blender's C++ deformation — and restores the user's modifier set
 
 from __future__ import annotations
 
-import re
-
 import math
+import re
 
 import bmesh
 import bpy
