@@ -74,6 +74,8 @@ def _forget_all() -> None:
     state = rig_state()
     state.tree_sources.clear()
     state.draw_failures.clear()
+    state.seen.clear()
+    state.attribute_auto.clear()
 
 
 @persistent
@@ -169,7 +171,11 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
     edited = edited_meshes(depsgraph, updates)
     if edited:
         bind.mark_edited(edited)
-    changed = [o for o in _reported_objects(updates) if o.session_uid not in state.held]
+    # A pose change re-evaluates every mesh it deforms, which the update reports like an edit of the mesh:
+    # objects whose stack, settings and mode did not change since they were last seen are left alone (a
+    # frame of playback then costs the add-on a signature per object).
+    reported = [o for o in _reported_objects(updates) if o.session_uid not in state.held]
+    changed = [o for o in reported if state.seen.get(o.session_uid) != _signature(o)]
     for obj in changed:
         failure = state.draw_failures.get(obj.session_uid)
         if failure is not None and failure[1] != stack.signature(obj):
@@ -181,13 +187,18 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
     read = readers.mesh_readers(gpu)
     ids = {o.session_uid for o in changed}
     for obj in objects:
-        # Objects reported, every GPU display (what reads it may have changed anywhere), and objects that
+        # Objects changed, every GPU display (what reads it may have changed anywhere), and objects that
         # arrived without their setup (appended from a file of an earlier build).
         if obj.session_uid in ids or obj in gpu or not setup.is_applied(obj):
             setup.sync(obj, read.get(obj.session_uid), depsgraph)
+        state.seen[obj.session_uid] = _signature(obj)
+        if obj.session_uid not in ids and obj.data.session_uid not in edited and not animation:
+            if obj.hybrid_skin.factor_mode != "AUTO" or not state.attribute_auto.get(obj.session_uid):
+                continue  # nothing of the add-on's to do after this evaluation
         rec = setup.readable(obj) if obj.hybrid_skin.saved_state else None
         if rec is None:
             continue
+        state.attribute_auto[obj.session_uid] = rec.auto == setup.AUTO_ATTRIBUTE
         if obj.data.session_uid in edited:  # weights or vertices edited: the tree's data follows
             auto_follow.refresh(obj, rec, depsgraph)
             rec = setup.readable(obj)
@@ -227,6 +238,17 @@ def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         if obj.hybrid_skin.display == "GPU":
             setup.sync(obj, read.get(obj.session_uid), depsgraph)
         auto_follow.follow(obj, setup.readable(obj), depsgraph)
+
+
+def _signature(obj: bpy.types.Object) -> tuple:
+    """What the setup of ``obj`` depends on, cheaply: its modifiers (kind, name, eyes), mode, settings and
+    record. Unchanged: an evaluation that reports it (a pose change) changed nothing of the setup's."""
+    settings = obj.hybrid_skin
+    modifiers = tuple((m.name, m.type, m.show_viewport, m.show_render) for m in obj.modifiers)
+    return (
+        modifiers, obj.mode, obj.data.session_uid, settings.enabled, settings.display, settings.factor_mode,
+        settings.saved_state, settings.bake_state, len(obj.vertex_groups), len(obj.data.attributes),
+    )
 
 
 def _attribute_auto(obj: bpy.types.Object) -> bool:

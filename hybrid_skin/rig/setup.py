@@ -353,12 +353,33 @@ def sync(
         )
         _apply(obj, reader, depsgraph)
         return
+    _check_particles(obj)
     if not rec.hidden:
         parts.mirror(mod, found)
     if found[parts.MIX] is not None:
         bridge.set_modifier_input(found[parts.MIX], stack_trees.MIX_INPUTS.armature, mod.object)
     _place(obj, rec, mod, found, reader, depsgraph)
     store(obj, rec)
+
+
+def _check_particles(obj: bpy.types.Object) -> None:
+    """Legacy particles emitted from faces or volume follow the mesh's deformation through Blender's
+    deform-only modifiers at the top of its stack; Hybrid Skin's Geometry Nodes parts end those (as any
+    Geometry Nodes or Vertex Weight modifier does), so such hair sits off the surface unless its settings
+    use the modifier stack. Said once per object and system; the user's settings are theirs to change."""
+    for mod in obj.modifiers:
+        if mod.type != "PARTICLE_SYSTEM" or not mod.show_viewport and not mod.show_render:
+            continue
+        part = mod.particle_system.settings
+        if part.emit_from in ("FACE", "VOLUME") and not part.use_modifier_stack:
+            runtime.get().report_once(
+                obj,
+                HybridSkinError(
+                    f"'{obj.name}': particles '{mod.particle_system.name}' follow the deformation only through "
+                    "deform-only modifiers, which Hybrid Skin's Geometry Nodes end: turn on Use Modifier Stack "
+                    f"in their settings '{part.name}' (Emission) so that they sit on the hybrid"
+                ),
+            )
 
 
 def _take_off(obj: bpy.types.Object, converted: bool = False) -> None:

@@ -39,6 +39,10 @@ class RigState:
     auto_written: dict[int, tuple] = field(default_factory=dict)
     #: Objects whose Auto write waits for a timer (after a stroke, playback or a modal tool).
     auto_queued: set[int] = field(default_factory=set)
+    #: What each object's setup depended on when the handlers last saw it (``handlers._signature``).
+    seen: dict[int, tuple] = field(default_factory=dict)
+    #: Objects whose Auto is the attribute path (written by the add-on at each evaluation).
+    attribute_auto: dict[int, bool] = field(default_factory=dict)
     #: A viewport render (playblast) is under way: the GPU display steps aside for it.
     viewport_render: bool = False
 

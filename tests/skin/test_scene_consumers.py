@@ -156,10 +156,13 @@ def vertex_group_constraint(target, arm):
 
 
 def hair(target, arm):
-    """Hair on the character itself: a particle system after its Armature modifier."""
+    """Hair on the character itself: a particle system after its Armature modifier. Legacy particles
+    follow the deformation through deform-only modifiers unless they use the modifier stack: with Hybrid
+    Skin's Geometry Nodes parts they must (the add-on says so, see the test below)."""
     target.modifiers.new("Hair", "PARTICLE_SYSTEM")
     settings = target.particle_systems[-1].settings
     settings.type, settings.count, settings.hair_length, settings.emit_from = "HAIR", 24, 0.1, "FACE"
+    settings.use_modifier_stack = True
 
     def roots(obj):
         evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
@@ -317,3 +320,21 @@ def test_bake_action_of_a_follower_bakes_where_it_followed_the_hybrid(addon, dis
             bpy.context.scene.frame_set(frame)
             assert np.abs(np.array(follower.matrix_world.translation) - where).max() < 1e-5, frame
     assert np.abs(expected[2] - expected[10]).max() > 0.1, "the follower moves (or the test is void)"
+
+
+def test_particles_that_need_deform_only_modifiers_are_named_once(addon, capfd):
+    """Emitted from faces without Use Modifier Stack, legacy particles would sit off the hybrid (Blender
+    maps them through deform-only modifiers, as with any Geometry Nodes or Vertex Weight modifier above):
+    the add-on names the setting once and changes nothing of the user's."""
+    arm, body = rig()
+    body.modifiers.new("Hair", "PARTICLE_SYSTEM")
+    settings = body.particle_systems[-1].settings
+    settings.type, settings.emit_from = "HAIR", "FACE"
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    said = capfd.readouterr().out
+    assert said.count("turn on Use Modifier Stack") == 1, said
+    assert not settings.use_modifier_stack
+    settings.use_modifier_stack = True
+    bpy.context.view_layer.update()
+    assert "Use Modifier Stack" not in capfd.readouterr().out

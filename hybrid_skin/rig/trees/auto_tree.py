@@ -64,6 +64,9 @@ class FromAttribute:
     def build(self, b: Builder, armature: Socket, profile: Socket) -> Socket:
         return b.named(AUTO_ATTRIBUTE, "FLOAT")
 
+    def where_needed(self, b: Builder) -> Socket | None:
+        return None  # the attribute holds every vertex's factor
+
     @property
     def helpers(self) -> tuple[str, ...]:
         return (AUTO_ATTRIBUTE,)
@@ -87,6 +90,10 @@ class FromPose:
     def helpers(self) -> tuple[str, ...]:
         slots = tuple(name for k in range(self.influences) for name in influence_attributes(k))
         return (*slots, *VERTEX_ATTRIBUTES)
+
+    def where_needed(self, b: Builder) -> Socket:
+        """Vertices that blend two bones or more: elsewhere Auto's factor is 1 (``pairs`` = 0)."""
+        return b.compare("GREATER_THAN", b.named(PAIRS_ATTRIBUTE, "FLOAT"), 0.0)
 
     @property
     def chain_steps(self) -> int:

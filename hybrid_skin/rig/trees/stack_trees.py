@@ -128,7 +128,15 @@ def build_mix(name: str, auto: auto_tree.AutoSource, helpers: tuple[str, ...]) -
         mixed = output(b.node(
             "ShaderNodeMix", {"Factor_Float": factor, "A_Vector": lbs, "B_Vector": dqs}, data_type="VECTOR"
         ))
-        out = b.node("GeometryNodeSetPosition", {"Geometry": geometry, "Position": mixed}).outputs[0]
+        # Auto's factor is 1 where a vertex blends no two bones (its LBS and DQS agree): those vertices keep
+        # the DQS result as it is, and Auto is evaluated only where it matters.
+        selection = auto.where_needed(b)
+        if selection is not None:
+            not_auto = b.compare("NOT_EQUAL", mode, 2, data_type="INT")
+            selection = b.node("FunctionNodeBooleanMath", {0: not_auto, 1: selection}, operation="OR").outputs[0]
+        out = b.node(
+            "GeometryNodeSetPosition", {"Geometry": geometry, "Position": mixed, "Selection": selection}
+        ).outputs[0]
     with b.frame("Hybrid Skin's helpers are not part of the result"):
         for attribute in (REST_ATTRIBUTE, LBS_ATTRIBUTE, *helpers):
             out = b.node("GeometryNodeRemoveAttribute", {"Geometry": out, "Name": attribute}).outputs[0]
