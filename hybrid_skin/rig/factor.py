@@ -23,7 +23,9 @@ from . import bind as skin_bind
 if TYPE_CHECKING:
     from .mesh_bind import MeshBind
 
-__all__ = ["DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "resolve"]
+__all__ = [
+    "DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "missing_group", "resolve",
+]
 
 #: The factor modes, as ``obj.hybrid_skin.factor_mode`` names them.
 FACTOR_MODES = ("GLOBAL", "VERTEX_GROUP", "AUTO")
@@ -62,11 +64,15 @@ def group_weights(obj: bpy.types.Object, bound: MeshBind) -> np.ndarray:
     name = obj.hybrid_skin.factor_vertex_group
     weights = bound.group_weights.get(obj.vertex_groups.find(name)) if name else None
     if weights is None:
-        missing = f"factor vertex group '{name}' does not exist" if name else "no factor vertex group is set"
-        raise HybridSkinError(
-            f"'{obj.name}': {missing}; pick one in the Hybrid Skin panel or use the Global factor mode"
-        )
+        raise missing_group(obj)
     return weights
+
+
+def missing_group(obj: bpy.types.Object) -> HybridSkinError:
+    """The one sentence for a factor vertex group that is not set or not there."""
+    name = obj.hybrid_skin.factor_vertex_group
+    missing = f"factor vertex group '{name}' does not exist" if name else "no factor vertex group is set"
+    return HybridSkinError(f"'{obj.name}': {missing}; pick one in the Hybrid Skin panel or use the Global factor mode")
 
 
 def resolve(

@@ -444,4 +444,7 @@ def settings_changed(obj: bpy.types.Object) -> None:
     mix = parts.find(obj, rec.parts)[parts.MIX]
     if mix is not None and mod is not None:
         parts.set_inputs(obj, mix, mod.object)
+    if settings.factor_mode == "VERTEX_GROUP" and obj.vertex_groups.get(settings.factor_vertex_group) is None:
+        # Blender reads no weights from a group that is not there: said once, as every feature says it
+        runtime.get().report_once(obj, factor.missing_group(obj))
     sync(obj, readers.mesh_readers([obj]).get(obj.session_uid))

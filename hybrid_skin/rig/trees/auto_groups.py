@@ -136,7 +136,11 @@ def _swing_twist(b: Builder, version: int) -> None:
 
 # ----------------------------------------------------------------------------------- profile
 def _profile(b: Builder, _version: int) -> None:
-    """Inputs are the vertex's sums over its influences (see ``auto_tree``); output: Auto's factor."""
+    """Inputs are the vertex's sums over its influences (see ``auto_tree``); output: Auto's factor.
+
+    Geometry Nodes' divisions return 0 for a zero divisor, which is what the core's guarded divisions
+    give wherever that value can matter (every divisor here is >= 0; where the core's default is not 0 the
+    vertex blends nothing and its depth is 0, so the factor is 1 either way)."""
     t = b.input("T", "FLOAT", description="Weighted twist variance times the total weight")
     s = b.input("S", "FLOAT", description="Weighted swing variance times the total weight")
     aa = b.input("AA", "FLOAT", description="Weighted variance of the accumulated swing angle, × total")
@@ -152,36 +156,27 @@ def _profile(b: Builder, _version: int) -> None:
     twist_weight = b.input("Twist Weight", "FLOAT", single_value=True)
     per_joint = b.input("Per Joint", "BOOLEAN", single_value=True, description="The Auto of version 0.1")
 
-    def guarded(condition: Socket, value: Socket, otherwise: float = 0.0) -> Socket:
-        return b.switch("FLOAT", condition, otherwise, value)
-
     with b.frame("Where the joint is: z² = |x - J|² / r² - 1"):
-        bending = b.compare("GREATER_THAN", aa, 0.0)
-        joint = b.switch("VECTOR", bending, (0.0, 0.0, 0.0), b.vec("DIVIDE", ah, aa))
+        joint = b.vec("DIVIDE", ah, aa)  # aa = 0: no swing (S = 0), the depth below is 0
         off = b.vec("SUBTRACT", rest, joint)
-        ratio = guarded(b.compare("GREATER_THAN", r2, 0.0), b.math("DIVIDE", b.vec("DOT_PRODUCT", off, off), r2))
-        along = guarded(bending, b.math("MAXIMUM", b.math("SUBTRACT", ratio, 1.0), 0.0))
+        ratio = b.math("DIVIDE", b.vec("DOT_PRODUCT", off, off), r2)
+        along = b.math("MAXIMUM", b.math("SUBTRACT", ratio, 1.0), 0.0)
     with b.frame("F = exp(-k z²), k = width (θ / 90°)^exponent"):
-        swing = guarded(b.compare("GREATER_THAN", pairs, 0.0), b.math("DIVIDE", s, pairs))
-        swing = b.math("DIVIDE", swing, float(autofactor.QUARTER_TURN_SQ))
-        k = b.math("MULTIPLY", width, b.math("POWER", b.math("MAXIMUM", swing, 1e-12), b.math("MULTIPLY", exponent, 0.5)))
-        profile = b.math("EXPONENT", b.math("MULTIPLY", b.math("MULTIPLY", k, along), -1.0))
+        swing = b.math("DIVIDE", s, b.math("MULTIPLY", pairs, float(autofactor.QUARTER_TURN_SQ)))
+        power = b.math("POWER", b.math("MAXIMUM", swing, 1e-12), b.math("MULTIPLY", exponent, 0.5))
+        profile = b.math("EXPONENT", b.math("MULTIPLY", b.math("MULTIPLY", power, along), b.math("MULTIPLY", width, -1.0)))
     with b.frame("Presence: how much of the vertex's weight swings"):
-        spread = guarded(b.compare("GREATER_THAN", m4, 0.0), b.math("DIVIDE", m2, m4))
-        scaled = b.math("MULTIPLY", total, float(autofactor.PRESENCE_WEIGHT))
-        per_weight = guarded(b.compare("GREATER_THAN", scaled, 0.0), b.math("DIVIDE", m2, scaled), 1e6)
-        q = b.math("MULTIPLY", spread, per_weight)
-        q = b.math("MINIMUM", q, 1e6)
-        cube = b.math("MULTIPLY", b.math("MULTIPLY", q, q), q)
+        spread = b.math("DIVIDE", m2, m4)
+        q = b.math("MULTIPLY", spread, b.math("DIVIDE", m2, b.math("MULTIPLY", total, float(autofactor.PRESENCE_WEIGHT))))
+        cube = b.math("POWER", b.math("MINIMUM", q, 1e6), 3.0)
         fade = b.math("DIVIDE", cube, b.math("ADD", cube, 1.0))
     with b.frame("Depth: swing against twist"):
         eps2_pairs = b.math("MULTIPLY", pairs, float(np.float32(autofactor.ANGLE_EPSILON**2)))
-        denom = b.math("ADD", b.math("ADD", b.math("MULTIPLY", twist_weight, t), s), eps2_pairs)
-        depth = guarded(b.compare("GREATER_THAN", denom, 0.0), b.math("DIVIDE", s, denom))
-        round_f = b.math("SUBTRACT", 1.0, b.math("MULTIPLY", b.math("MULTIPLY", fade, depth), b.math("SUBTRACT", 1.0, profile)))
+        denom = b.math("ADD", b.math("MULTIPLY_ADD", twist_weight, t, s), eps2_pairs)
+        depth = b.math("DIVIDE", s, denom)
+        round_f = b.math("MULTIPLY_ADD", b.math("MULTIPLY", fade, depth), b.math("SUBTRACT", profile, 1.0), 1.0)
     with b.frame("Per Joint (0.1): 0.55 for swing, 1 for twist"):
-        joint_denom = b.math("ADD", b.math("ADD", t, s), eps2_pairs)
-        share = guarded(b.compare("GREATER_THAN", joint_denom, 0.0), b.math("DIVIDE", t, joint_denom))
+        share = b.math("DIVIDE", t, b.math("ADD", b.math("ADD", t, s), eps2_pairs))
         swing_f, twist_f = autofactor.SWING_FACTOR, autofactor.TWIST_FACTOR
         joint_f = b.math("MULTIPLY_ADD", share, twist_f - swing_f, swing_f)
     b.output("Factor", "FLOAT", b.switch("FLOAT", per_joint, round_f, joint_f))

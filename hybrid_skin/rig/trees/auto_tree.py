@@ -213,15 +213,14 @@ class FromPose:
         first = gathered[0]
         # Relative to the first influence (nearby values subtract exactly), then the weighted mean.
         rel = [{n: (b.vec("SUBTRACT", g[n], first[n]) if k else None) for n in names} for k, g in enumerate(gathered)]
-        scale = b.switch("FLOAT", b.compare("GREATER_THAN", total, 0.0), 0.0, b.math("DIVIDE", 1.0, total))
+        scale = b.math("DIVIDE", 1.0, total)  # 0 for a vertex with no influence, as the core's
         mean = {}
         for n in names:
             acc = None
             for k in range(1, self.influences):
                 acc = b.vec("MULTIPLY_ADD", rel[k][n], gathered[k]["w"], acc if acc is not None else (0.0, 0.0, 0.0))
             mean[n] = b.vec("SCALE", acc, scale) if acc is not None else None
-        tt = aa_ah = m2 = m4 = None
-        ta2, ah = None, None
+        m2 = m4 = ta2 = ah = None
         for k, g in enumerate(gathered):
             dev = {}
             for n in names:
@@ -240,7 +239,6 @@ class FromPose:
             w_sq = b.math("MULTIPLY", w, sq)
             m2 = w_sq if m2 is None else b.math("ADD", m2, w_sq)
             m4 = b.math("MULTIPLY", w_sq, sq) if m4 is None else b.math("MULTIPLY_ADD", w_sq, sq, m4)
-        del tt, aa_ah
         t_acc, a_acc, _ = b.separate(ta2)
         return {
             "T": b.math("MULTIPLY", t_acc, total),
