@@ -343,6 +343,19 @@ def sync(
         _apply(obj, reader, depsgraph)
         return
     found = parts.find(obj, rec.parts)
+    stale = _tree_version(found[parts.MIX])
+    if stale == "newer":
+        runtime.get().report_once(
+            obj,
+            HybridSkinError(
+                f"'{obj.name}' was set up by a newer Hybrid Skin (its node tree): it is left as it is; update "
+                "the add-on to change it"
+            ),
+        )
+        return
+    if stale == "older" and obj.mode == "OBJECT":  # a tree of an earlier build: built again, as today's
+        _apply(obj, reader, depsgraph)
+        return
     if obj.mode in ("OBJECT", *PAINT_MODES) and not parts.in_place(obj, mod, found):
         runtime.get().report_once(
             obj,
@@ -360,6 +373,14 @@ def sync(
         bridge.set_modifier_input(found[parts.MIX], stack_trees.MIX_INPUTS.armature, mod.object)
     _place(obj, rec, mod, found, reader, depsgraph)
     store(obj, rec)
+
+
+def _tree_version(mix: bpy.types.Modifier | None) -> str:
+    """"older" or "newer" when the Mix modifier's tree is of another build's version, else ""."""
+    tag = builder.tree_tag(mix.node_group) if mix is not None and mix.node_group is not None else None
+    if tag is None or tag[1] == stack_trees.TREE_VERSION:
+        return ""
+    return "older" if tag[1] < stack_trees.TREE_VERSION else "newer"
 
 
 def _check_particles(obj: bpy.types.Object) -> None:
