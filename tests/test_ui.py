@@ -114,9 +114,10 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     seen["empty"] = offered(drawn)
 
     arm, obj = rig_with_action()
-    activate(arm)  # an armature: the texture bake starts from it
+    activate(arm)  # an armature: the texture bake starts from it; the main panel names its meshes
     drawn = draw_everything(ui)
-    assert drawn["main"].labels() == ["Select a skinned mesh"] and drawn["analyze"] is None
+    assert drawn["main"].labels() == ["Hybrid Skin is set on a mesh: select one", obj.name]
+    assert drawn["analyze"] is None
     bake, crowd = "hybrid_skin.bake_animation_texture", "hybrid_skin.crowd_preview"
     assert drawn["animtex"].operators() == [bake, crowd]
     assert drawn["dopesheet"].operators() == [bake] and drawn["menu"].operators() == [bake]
@@ -143,7 +144,8 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     main = drawn["main"]
     # What the preview does not feed, in the panel (docs/displays.md has the whole table).
     assert "Preview drawn by Hybrid Skin's shaders" in main.labels()
-    assert "OBJ/FBX exports, ray casts, Viewport Render" in main.labels()
+    assert "OBJ/FBX exports, ray casts, scripts and" in main.labels()
+    assert "Viewport Render Image see the rest pose" in main.labels()
     assert main.operators()[:3] == [
         "hybrid_skin.remove",
         "hybrid_skin.rebind",
@@ -151,7 +153,7 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     ]
     targets = [c.properties["target"] for c in main.buttons("hybrid_skin.bake_deformation")]
     assert targets == ["SHAPE_KEYS", "CURRENT", "PC2", "MDD"]
-    assert main.props() == ["deform_factor", "factor_mode", "display"]
+    assert main.props() == ["factor_mode", "deform_factor", "display"]  # only what acts in the mode
     assert "Vertices: 108" in main.labels()
     assert drawn["analyze"].operators() == ["hybrid_skin.analyze"]
     seen["GPU display"] = offered(drawn)
@@ -162,7 +164,7 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     settings.factor_vertex_group = obj.vertex_groups[0].name
     settings.factor_mode = "VERTEX_GROUP"
     drawn = draw_everything(ui)
-    assert drawn["main"].props() == ["deform_factor", "factor_mode", "factor_vertex_group", "display"]
+    assert drawn["main"].props() == ["factor_mode", "factor_vertex_group", "deform_factor", "display"]
     assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
     drawn = draw_everything(ui)
     labels = drawn["analyze"].labels()
@@ -176,7 +178,8 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
 
     settings.factor_mode = "AUTO"
     drawn = draw_everything(ui)
-    assert drawn["main"].props() == ["deform_factor", "factor_mode", "auto_profile", "display"]
+    assert drawn["main"].props() == ["factor_mode", "auto_profile", "display"]  # Auto reads no slider
+    assert any(label.startswith("Auto: ") for label in drawn["main"].labels())  # who computes it
     seen["Auto"] = offered(drawn)
 
     assert bpy.ops.hybrid_skin.bake_deformation(target="CURRENT") == {"FINISHED"}
@@ -203,7 +206,7 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
 
     everything = set().union(*seen.values())
     assert everything == registered_operators(ui.addon), seen
-    assert len(everything) == 10
+    assert len(everything) == 11
 
 
 def test_the_bake_dialog_draws_its_settings(ui):

@@ -44,6 +44,7 @@ class VIEW3D_PT_hybrid_skin(bpy.types.Panel):
         layout.operator("hybrid_skin.render_comparison", icon="RENDER_STILL")
         self.draw_bake(layout, settings)
         self.draw_stats(layout, obj)
+        layout.operator("hybrid_skin.remove_all", text="Remove from All Objects", icon="TRASH")
 
     @staticmethod
     def draw_no_mesh(layout, obj) -> None:

@@ -114,8 +114,9 @@ def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
         twist.add(ring, weight, "REPLACE")
         bpy.ops.ed.undo_push(message=f"paint {weight}")
         evaluated_positions(cyl)
+    name = cyl.name
     assert bpy.ops.ed.undo() == {"FINISHED"}
-    cyl = bpy.data.objects[cyl.name]
+    cyl = bpy.data.objects[name]
     assert abs(group_weights(cyl, "Twist")[ring[0]] - 1.0) < 1e-6
     _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "after undo")
 

@@ -86,10 +86,12 @@ def test_the_gpu_display_steps_aside_outside_object_mode(bent, mode):
 
 def test_the_panel_says_who_draws_the_mesh_outside_object_mode(bent, addon):
     panel = importlib.import_module(addon.__name__ + ".skin.panel").VIEW3D_PT_hybrid_skin
-    note = "Blender draws the mesh until Object Mode"
+    note, painting = "Blender draws the mesh until Object Mode", "Painting: your Armature modifier alone"
     assert note not in draw_panel(panel).labels()
-    _mode(bent[1], "WEIGHT_PAINT")
+    _mode(bent[1], "EDIT")
     assert note in draw_panel(panel).labels()
+    _mode(bent[1], "WEIGHT_PAINT")
+    assert painting in draw_panel(panel).labels()
 
 
 @pytest.mark.gpu

@@ -162,6 +162,7 @@ def test_every_greyed_button_says_why(addon, rig):
         said.setdefault(name, []).append(sentence)
 
     activate(None)
+    check("remove_all", "No object of this file uses Hybrid Skin")
     check("remove", "Select a mesh that uses Hybrid Skin")
     check("rebind", "Select a mesh that uses Hybrid Skin")
     check("bake_deformation", "Select the skinned mesh to bake")
@@ -177,6 +178,7 @@ def test_every_greyed_button_says_why(addon, rig):
     bpy.ops.object.mode_set(mode="EDIT")
     try:
         check("add", "Switch to Object Mode to add Hybrid Skin")
+        check("remove_all", "Switch to Object Mode to remove Hybrid Skin from the file")
         check("bake_deformation", "Switch to Object Mode to bake")
         check("bake_animation_texture", "Switch to Object Mode or Pose Mode to bake")
         check("skin_rigid_parts", "Switch to Object Mode to skin rigid parts")
@@ -192,7 +194,7 @@ def test_every_greyed_button_says_why(addon, rig):
     with_poll = {
         idname.split(".")[1] for idname, cls in registered_operators(addon).items() if hasattr(cls, "poll")
     }
-    assert len(with_poll) == 10 and with_poll == said.keys(), with_poll ^ said.keys()
+    assert len(with_poll) == 11 and with_poll == said.keys(), with_poll ^ said.keys()
 
 
 def test_every_property_has_a_description(addon):

@@ -205,46 +205,44 @@ class FromPose:
         return out
 
     def _moments(self, b: Builder, bones: Socket) -> dict[str, Socket]:
-        """The inputs of the profile group: ``autofactor._round_chunk``'s sums, in its order."""
+        """The inputs of the profile group: ``autofactor._round_chunk``'s sums. Everything relative to the
+        first influence (nearby values subtract exactly); the twist, angle and angle·head sums in one pass
+        (``sum w x² - W mean²``: what cancels there is far below the ``ANGLE_EPSILON² P`` the profile adds to
+        every denominator), the swing deviations in a second (the presence's fourth moment needs them)."""
         gathered = self._gather(b, bones)
         total = b.named(TOTAL_ATTRIBUTE, "FLOAT")
         pairs = b.named(PAIRS_ATTRIBUTE, "FLOAT")
-        names = ("ta", "sg", "hh")
+        zero = (0.0, 0.0, 0.0)
         first = gathered[0]
-        # Relative to the first influence (nearby values subtract exactly), then the weighted mean.
-        rel = [{n: (b.vec("SUBTRACT", g[n], first[n]) if k else None) for n in names} for k, g in enumerate(gathered)]
-        scale = b.math("DIVIDE", 1.0, total)  # 0 for a vertex with no influence, as the core's
-        mean = {}
-        for n in names:
-            acc = None
-            for k in range(1, self.influences):
-                acc = b.vec("MULTIPLY_ADD", rel[k][n], gathered[k]["w"], acc if acc is not None else (0.0, 0.0, 0.0))
-            mean[n] = b.vec("SCALE", acc, scale) if acc is not None else None
-        m2 = m4 = ta2 = ah = None
-        for k, g in enumerate(gathered):
-            dev = {}
-            for n in names:
-                if mean[n] is None:
-                    dev[n] = rel[k][n] if rel[k][n] is not None else (0.0, 0.0, 0.0)
-                elif rel[k][n] is None:
-                    dev[n] = b.vec("SCALE", mean[n], -1.0)
-                else:
-                    dev[n] = b.vec("SUBTRACT", rel[k][n], mean[n])
+        sums = {"ta": zero, "sg": zero, "hh": zero}
+        ta2, ah, swings = zero, zero, []
+        for g in gathered[1:]:
             w = g["w"]
-            square = b.vec("MULTIPLY", dev["ta"], dev["ta"])
-            ta2 = b.vec("MULTIPLY_ADD", square, w, ta2 if ta2 is not None else (0.0, 0.0, 0.0))
-            vz = b.math("MULTIPLY", w, b.separate(dev["ta"])[1])
-            ah = b.vec("MULTIPLY_ADD", dev["hh"], vz, ah if ah is not None else (0.0, 0.0, 0.0))
-            sq = b.vec("DOT_PRODUCT", dev["sg"], dev["sg"])
+            rel = {n: b.vec("SUBTRACT", g[n], first[n]) for n in ("ta", "sg", "hh")}
+            for n, x in rel.items():
+                sums[n] = b.vec("MULTIPLY_ADD", x, w, sums[n])
+            ta2 = b.vec("MULTIPLY_ADD", b.vec("MULTIPLY", rel["ta"], rel["ta"]), w, ta2)
+            ah = b.vec("MULTIPLY_ADD", rel["hh"], b.math("MULTIPLY", w, b.separate(rel["ta"])[1]), ah)
+            swings.append((w, rel["sg"]))
+        scale = b.math("DIVIDE", 1.0, total)  # 0 for a vertex with no influence, as the core's
+        mean = {n: b.vec("SCALE", value, scale) for n, value in sums.items()}
+        mean_ta_a = b.separate(mean["ta"])[1]
+        # sum w d² = sum w x² - (sum w x) · mean; sum w dA dH likewise.
+        ta_var = b.vec("SUBTRACT", ta2, b.vec("MULTIPLY", sums["ta"], mean["ta"]))
+        ah_cov = b.vec("SUBTRACT", ah, b.vec("SCALE", sums["hh"], mean_ta_a))
+        m2 = m4 = None
+        for w, x in [(first["w"], None), *swings]:
+            d = b.vec("SCALE", mean["sg"], -1.0) if x is None else b.vec("SUBTRACT", x, mean["sg"])
+            sq = b.vec("DOT_PRODUCT", d, d)
             w_sq = b.math("MULTIPLY", w, sq)
             m2 = w_sq if m2 is None else b.math("ADD", m2, w_sq)
             m4 = b.math("MULTIPLY", w_sq, sq) if m4 is None else b.math("MULTIPLY_ADD", w_sq, sq, m4)
-        t_acc, a_acc, _ = b.separate(ta2)
+        t_acc, a_acc, _ = b.separate(ta_var)
         return {
             "T": b.math("MULTIPLY", t_acc, total),
             "S": b.math("MULTIPLY", m2, total),
             "AA": b.math("MULTIPLY", a_acc, total),
-            "AH": b.vec("SCALE", ah, total),
+            "AH": b.vec("SCALE", ah_cov, total),
             "M2": m2,
             "M4": m4,
             "Total": total,
