@@ -283,7 +283,8 @@ def surface(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # ------------------------------------------------------------------------------ modifier inputs
 # A Geometry Nodes modifier's inputs are ID properties of the modifier up to Blender 5.1
 # (``mod["Socket_2"]``, animated at ``modifiers["Mix"]["Socket_2"]``) and RNA structs from 5.2
-# (``mod.properties.inputs.Socket_2.value``, animated at ``modifiers["Mix"].properties.inputs.Socket_2.value``).
+# (``mod.properties.inputs.Socket_2.value``, animated at
+# ``modifiers["Mix"].properties.inputs.Socket_2.value``).
 def _input_identifier(mod: bpy.types.NodesModifier, name: str) -> str:
     tree = mod.node_group
     for item in tree.interface.items_tree if tree is not None else ():

@@ -7,7 +7,8 @@ Two kinds of markers in ``README.md`` and ``docs/*.md``:
   (machine, Blender, date) and one row per figure;
 * a number in a sentence: ``<!-- measured D1 "Evaluated display (Global)" ratio -->2.4×<!-- /measured -->``
   becomes that figure's field: ``ratio`` (``2.41×``), ``ours`` or ``blender`` (milliseconds, ``73 ms``), or
-  ``date`` (the run's); three significant digits, as in the table. The figure is the one whose key is the first word and whose name contains the
+  ``date`` (the run's); three significant digits, as in the table. The figure is the one whose key is
+  the first word and whose name contains the
   quoted text (exactly one must).
 
     python tools/docs_figures.py           # rewrite the pages (make tools)

@@ -24,11 +24,15 @@ from .trees import auto_tree, stack_trees
 __all__ = ["remove_attributes", "source", "write_factors", "write_vertex_data"]
 
 
-def source(obj: bpy.types.Object, bound: MeshBind | None) -> tuple[auto_tree.FromPose | auto_tree.FromAttribute, str]:
+def source(
+    obj: bpy.types.Object, bound: MeshBind | None
+) -> tuple[auto_tree.FromPose | auto_tree.FromAttribute, str]:
     """``(source, reason)``: the tree's Auto, and why it is the attribute path ("" for the tree)."""
     if bound is None:
         return auto_tree.FromAttribute(), "the mesh could not be bound"
-    reason = auto_tree.expressible(bound.bones.segments, bool(bound.mask[2] or bound.bones.envelope_multiply.any()))
+    reason = auto_tree.expressible(
+        bound.bones.segments, bool(bound.mask[2] or bound.bones.envelope_multiply.any())
+    )
     if reason is not None:
         return auto_tree.FromAttribute(), reason
     mod = bound.modifier(obj)
@@ -56,7 +60,9 @@ def write_vertex_data(obj: bpy.types.Object, bound: MeshBind, source_: auto_tree
     for k in range(source_.influences):
         bone, weight = auto_tree.influence_attributes(k)
         bridge.set_attribute(mesh, bone, "INT", "POINT", "value", binding.bone_indices[:, k].astype(np.int32))
-        bridge.set_attribute(mesh, weight, "FLOAT", "POINT", "value", binding.weights[:, k].astype(np.float32))
+        bridge.set_attribute(
+            mesh, weight, "FLOAT", "POINT", "value", binding.weights[:, k].astype(np.float32)
+        )
         names += [bone, weight]
     total, pairs = autofactor.weight_sums(np.ascontiguousarray(binding.weights.T, dtype=np.float32))
     r2 = bound.auto_rest(bound.bound_target_to_armature)[:, 3]

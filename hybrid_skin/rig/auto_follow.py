@@ -40,7 +40,10 @@ def forget(obj: bpy.types.Object | None = None) -> None:
 def _key(obj: bpy.types.Object, bound) -> tuple:
     settings = obj.hybrid_skin
     return (
-        settings.factor_mode, settings.auto_profile, bound.serial, rig_state().pose_generation,
+        settings.factor_mode,
+        settings.auto_profile,
+        bound.serial,
+        rig_state().pose_generation,
         bpy.context.scene.frame_current_final,
     )
 

@@ -24,7 +24,13 @@ if TYPE_CHECKING:
     from .mesh_bind import MeshBind
 
 __all__ = [
-    "DEFAULT_FACTOR", "FACTOR_MODES", "DeformFactor", "global_value", "group_weights", "missing_group", "resolve",
+    "DEFAULT_FACTOR",
+    "FACTOR_MODES",
+    "DeformFactor",
+    "global_value",
+    "group_weights",
+    "missing_group",
+    "resolve",
 ]
 
 #: The factor modes, as ``obj.hybrid_skin.factor_mode`` names them.
@@ -72,7 +78,9 @@ def missing_group(obj: bpy.types.Object) -> HybridSkinError:
     """The one sentence for a factor vertex group that is not set or not there."""
     name = obj.hybrid_skin.factor_vertex_group
     missing = f"factor vertex group '{name}' does not exist" if name else "no factor vertex group is set"
-    return HybridSkinError(f"'{obj.name}': {missing}; pick one in the Hybrid Skin panel or use the Global factor mode")
+    return HybridSkinError(
+        f"'{obj.name}': {missing}; pick one in the Hybrid Skin panel or use the Global factor mode"
+    )
 
 
 def resolve(

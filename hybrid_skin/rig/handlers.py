@@ -49,7 +49,9 @@ def reapply_all() -> None:
 
 def remove_all() -> list[str]:
     """Take Hybrid Skin off every local object of the file (File ▸ Clean Up); returns their names."""
-    objects = [o for o in bpy.data.objects if o.type == "MESH" and setup.is_local(o) and o.hybrid_skin.saved_state]
+    objects = [
+        o for o in bpy.data.objects if o.type == "MESH" and setup.is_local(o) and o.hybrid_skin.saved_state
+    ]
     objects += [o for o in enabled_objects() if o not in objects]
     names = []
     with bind.own_edits(objects):
@@ -106,7 +108,8 @@ def on_save_pre(*_args) -> None:
         if rec.auto == setup.AUTO_ATTRIBUTE and obj.hybrid_skin.factor_mode == "AUTO":
             frame = bpy.context.scene.frame_current
             print(
-                f"Hybrid Skin: '{obj.name}' is saved with Auto's factors of frame {frame} ({rec.auto_reason}): "
+                f"Hybrid Skin: '{obj.name}' is saved with Auto's factors of frame {frame} "
+                f"({rec.auto_reason}): "
                 "where Hybrid Skin is not installed, Blender renders those factors at every frame"
             )
 
@@ -225,7 +228,8 @@ def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         if rendering and not bpy.app.timers.is_registered(_after_viewport_render):
             bpy.app.timers.register(_after_viewport_render, first_interval=RENDER_POLL_S, persistent=True)
     busy = [
-        o for o in enabled_objects()
+        o
+        for o in enabled_objects()
         if o.session_uid not in state.held
         and (o.hybrid_skin.display == "GPU" or (o.hybrid_skin.factor_mode == "AUTO" and _attribute_auto(o)))
     ]
@@ -246,8 +250,16 @@ def _signature(obj: bpy.types.Object) -> tuple:
     settings = obj.hybrid_skin
     modifiers = tuple((m.name, m.type, m.show_viewport, m.show_render) for m in obj.modifiers)
     return (
-        modifiers, obj.mode, obj.data.session_uid, settings.enabled, settings.display, settings.factor_mode,
-        settings.saved_state, settings.bake_state, len(obj.vertex_groups), len(obj.data.attributes),
+        modifiers,
+        obj.mode,
+        obj.data.session_uid,
+        settings.enabled,
+        settings.display,
+        settings.factor_mode,
+        settings.saved_state,
+        settings.bake_state,
+        len(obj.vertex_groups),
+        len(obj.data.attributes),
     )
 
 

@@ -24,10 +24,27 @@ SOURCES = {"hybrid_skin.deform_factor": MIX_INPUTS.deform_factor, "hybrid_skin.f
 _DRIVERS = "drivers"
 #: Keyframe properties copied one by one (few keys: per key in Python is fine).
 _KEY_PROPERTIES = (
-    "co", "handle_left", "handle_right", "interpolation", "handle_left_type", "handle_right_type",
-    "easing", "back", "amplitude", "period", "type",
+    "co",
+    "handle_left",
+    "handle_right",
+    "interpolation",
+    "handle_left_type",
+    "handle_right_type",
+    "easing",
+    "back",
+    "amplitude",
+    "period",
+    "type",
 )
-_VARIABLE_TARGET = ("id_type", "id", "data_path", "bone_target", "transform_type", "transform_space", "rotation_mode")
+_VARIABLE_TARGET = (
+    "id_type",
+    "id",
+    "data_path",
+    "bone_target",
+    "transform_type",
+    "transform_space",
+    "rotation_mode",
+)
 
 
 def _places(obj: bpy.types.Object) -> list[tuple[str, object]]:
@@ -37,7 +54,11 @@ def _places(obj: bpy.types.Object) -> list[tuple[str, object]]:
         return []
     out = [(_DRIVERS, anim.drivers)]
     pairs = [(anim.action, getattr(anim, "action_slot", None))]
-    pairs += [(strip.action, getattr(strip, "action_slot", None)) for track in anim.nla_tracks for strip in track.strips]
+    pairs += [
+        (strip.action, getattr(strip, "action_slot", None))
+        for track in anim.nla_tracks
+        for strip in track.strips
+    ]
     for action, slot in pairs:
         if action is None or action.library is not None:
             continue
@@ -99,8 +120,12 @@ def _fingerprint(curve: bpy.types.FCurve) -> tuple:
     if curve.driver is not None and curve.driver.type:
         d = curve.driver
         driver = (
-            d.type, d.expression, d.use_self,
-            tuple((v.name, v.type, tuple(_struct(t, _VARIABLE_TARGET) for t in v.targets)) for v in d.variables),
+            d.type,
+            d.expression,
+            d.use_self,
+            tuple(
+                (v.name, v.type, tuple(_struct(t, _VARIABLE_TARGET) for t in v.targets)) for v in d.variables
+            ),
         )
     return keys, modifiers, curve.extrapolation, driver, curve.mute
 

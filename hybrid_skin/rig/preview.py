@@ -154,4 +154,3 @@ def show(obj: bpy.types.Object, rec: DisplayRecord) -> None:
         obj.display_type = rec.display_type
     rec.hidden = []
     rec.hidden_for = ""
-

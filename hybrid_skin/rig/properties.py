@@ -123,7 +123,9 @@ class HybridSkinSettings(bpy.types.PropertyGroup):
     )
     display: EnumProperty(
         name="Display",
-        description="How the viewport shows the hybrid: Blender's own modifiers, or the add-on's faster preview",
+        description=(
+            "How the viewport shows the hybrid: Blender's own modifiers, or the add-on's faster preview"
+        ),
         items=DISPLAYS,
         default="EVALUATED",
         update=_settings_changed,

@@ -83,8 +83,8 @@ def load(obj: bpy.types.Object) -> DisplayRecord | None:
         raise HybridSkinError(f"'{obj.name}': {err}; it is left as it is") from None
     except (ValueError, TypeError, KeyError, AttributeError):
         raise HybridSkinError(
-            f"'{obj.name}' has a damaged Hybrid Skin record: it is left as it is (Remove Hybrid Skin from All "
-            "Objects in File ▸ Clean Up takes what can be found off)"
+            f"'{obj.name}' has a damaged Hybrid Skin record: it is left as it is (Remove Hybrid Skin from "
+            "All Objects in File ▸ Clean Up takes what can be found off)"
         ) from None
 
 
@@ -200,7 +200,9 @@ def _remove_unused_trees(names) -> None:
         if tree is not None and tree.users == 0 and tree.library is None and builder.tree_tag(tree):
             bpy.data.node_groups.remove(tree)
     while True:
-        unused = [t for t in bpy.data.node_groups if t.users == 0 and t.library is None and builder.tree_tag(t)]
+        unused = [
+            t for t in bpy.data.node_groups if t.users == 0 and t.library is None and builder.tree_tag(t)
+        ]
         if not unused:
             return
         for tree in unused:
@@ -249,7 +251,9 @@ def _set_up(obj: bpy.types.Object, reader: str | None, depsgraph: bpy.types.Deps
     mod.use_deform_preserve_volume = False
     if depsgraph is None:
         state = rig_state()
-        depsgraph = bpy.context.view_layer.depsgraph if state.in_handler else bpy.context.evaluated_depsgraph_get()
+        depsgraph = (
+            bpy.context.view_layer.depsgraph if state.in_handler else bpy.context.evaluated_depsgraph_get()
+        )
     try:
         bound = bind.cached_bind(obj, depsgraph)
     except HybridSkinError as err:  # set up anyway: Blender's LBS/DQS mix needs no bind; Auto waits for one
@@ -326,8 +330,11 @@ def sync(
         return
     rec = readable(obj)
     if rec is None:
-        if settings.enabled and not settings.bake_state and not unreadable(obj) and stack.find_armature_modifier(
-            obj, stack.followed_modifier_name(obj)
+        if (
+            settings.enabled
+            and not settings.bake_state
+            and not unreadable(obj)
+            and stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
         ):
             _apply(obj, reader, depsgraph)
         return
@@ -348,8 +355,8 @@ def sync(
         runtime.get().report_once(
             obj,
             HybridSkinError(
-                f"'{obj.name}' was set up by a newer Hybrid Skin (its node tree): it is left as it is; update "
-                "the add-on to change it"
+                f"'{obj.name}' was set up by a newer Hybrid Skin (its node tree): it is left as it is; "
+                "update the add-on to change it"
             ),
         )
         return
@@ -376,7 +383,7 @@ def sync(
 
 
 def _tree_version(mix: bpy.types.Modifier | None) -> str:
-    """"older" or "newer" when the Mix modifier's tree is of another build's version, else ""."""
+    """ "older" or "newer" when the Mix modifier's tree is of another build's version, else ""."""
     tag = builder.tree_tag(mix.node_group) if mix is not None and mix.node_group is not None else None
     if tag is None or tag[1] == stack_trees.TREE_VERSION:
         return ""
@@ -396,8 +403,9 @@ def _check_particles(obj: bpy.types.Object) -> None:
             runtime.get().report_once(
                 obj,
                 HybridSkinError(
-                    f"'{obj.name}': particles '{mod.particle_system.name}' follow the deformation only through "
-                    "deform-only modifiers, which Hybrid Skin's Geometry Nodes end: turn on Use Modifier Stack "
+                    f"'{obj.name}': particles '{mod.particle_system.name}' follow the deformation only "
+                    "through deform-only modifiers, which Hybrid Skin's Geometry Nodes end: turn on Use "
+                    "Modifier Stack "
                     f"in their settings '{part.name}' (Emission) so that they sit on the hybrid"
                 ),
             )

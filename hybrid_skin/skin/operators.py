@@ -148,12 +148,13 @@ class HYBRID_SKIN_OT_remove_all(GuardedOperator, bpy.types.Operator):
     def poll(cls, context):
         if not in_modes(cls, context, "remove Hybrid Skin from the file"):
             return False
-        used = any(o.type == "MESH" and (o.hybrid_skin.enabled or o.hybrid_skin.saved_state) for o in bpy.data.objects)
+        meshes = (o.hybrid_skin for o in bpy.data.objects if o.type == "MESH")
+        used = any(settings.enabled or settings.saved_state for settings in meshes)
         return used or refuse(cls, "No object of this file uses Hybrid Skin")
 
     def execute(self, context):
-        baked_objects = [o for o in bpy.data.objects if o.type == "MESH" and setup.is_local(o) and o.hybrid_skin.bake_state]
-        for obj in baked_objects:
+        meshes = [o for o in bpy.data.objects if o.type == "MESH" and setup.is_local(o)]
+        for obj in [o for o in meshes if o.hybrid_skin.bake_state]:
             baked.clear(obj)  # derived data: left alone, the baked keys would deform a second time
         names = handlers.remove_all()
         for obj in bpy.data.objects:
@@ -162,7 +163,10 @@ class HYBRID_SKIN_OT_remove_all(GuardedOperator, bpy.types.Operator):
         skipped = [o.name for o in bpy.data.objects if o.type == "MESH" and o.hybrid_skin.enabled]
         told = f"Removed Hybrid Skin from {len(names)} object(s)"
         if skipped:
-            told += f"; {len(skipped)} kept it (linked from a library, or a record of a newer build): {skipped[:3]}"
+            told += (
+                f"; {len(skipped)} kept it (linked from a library, or a record of a newer build): "
+                f"{skipped[:3]}"
+            )
         self.report({"INFO"}, told)
         return {"FINISHED"}
 

@@ -125,7 +125,7 @@ def test_the_gap_is_measured_against_blender_not_against_hybrid_skins_own_setup(
     for obj in meshes:
         bpy.context.view_layer.objects.active = obj
         assert bpy.ops.hybrid_skin.add(display=display) == {"FINISHED"}
-    before = [[(m.name, m.show_viewport, getattr(m, "use_deform_preserve_volume", None)) for m in o.modifiers] for o in meshes]
+    before = [_stack(o) for o in meshes]
     bpy.context.view_layer.objects.active = arm
     options = animtex.BakeOptions(
         str(tmp_path), kind="BONE_MATRIX", precision="EXR32", file_name="t", deform_factor=FACTOR
@@ -137,5 +137,10 @@ def test_the_gap_is_measured_against_blender_not_against_hybrid_skins_own_setup(
     for entry in gap["by_deform_factor"]:
         assert entry["max"] <= 2e-6 * size, (entry, size)
     assert gap["max"] <= 2e-6 * size, (gap, size)
-    after = [[(m.name, m.show_viewport, getattr(m, "use_deform_preserve_volume", None)) for m in o.modifiers] for o in meshes]
+    after = [_stack(o) for o in meshes]
     assert after == before
+
+
+def _stack(obj) -> list:
+    """Each modifier's name, Show in Viewport and (Armature modifiers) Preserve Volume."""
+    return [(m.name, m.show_viewport, getattr(m, "use_deform_preserve_volume", None)) for m in obj.modifiers]

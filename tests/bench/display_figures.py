@@ -135,31 +135,67 @@ def _at(vertices: int, rounds: int, gpu: bool) -> list[Figure]:
     native = min(timings["blender"], timings["blender_again"], key=lambda t: t.best)
     drift = f"Blender before / after: {timings['blender'].spread()} / {timings['blender_again'].spread()} ms"
     rows = [
-        ("evaluated", f"Evaluated display (Global), CPU per frame ÷ Blender's Armature modifier, {label}", 2.5),
-        ("evaluated_auto", f"Evaluated display (Auto), CPU per frame ÷ Blender's Armature modifier, {label}", None),
+        (
+            "evaluated",
+            f"Evaluated display (Global), CPU per frame ÷ Blender's Armature modifier, {label}",
+            2.5,
+        ),
+        (
+            "evaluated_auto",
+            f"Evaluated display (Auto), CPU per frame ÷ Blender's Armature modifier, {label}",
+            None,
+        ),
     ]
     if gpu:
         rows += [
-            ("gpu", f"GPU preview during playback (Global), CPU per frame ÷ Blender's modifier, {label}", 0.1),
-            ("gpu_auto", f"GPU preview during playback (Auto), CPU per frame ÷ Blender's modifier, {label}", 0.1),
+            (
+                "gpu",
+                f"GPU preview during playback (Global), CPU per frame ÷ Blender's modifier, {label}",
+                0.1,
+            ),
+            (
+                "gpu_auto",
+                f"GPU preview during playback (Auto), CPU per frame ÷ Blender's modifier, {label}",
+                0.1,
+            ),
         ]
     figures = [
         Figure(
-            "D1", name, timings[key], native, timings[key].best / native.best, target,
+            "D1",
+            name,
+            timings[key],
+            native,
+            timings[key].best / native.best,
+            target,
             f"a frame costs {timings[key].best * 1e3:.0f} ms against Blender's {native.best * 1e3:.0f} ms",
             notes=[drift] if key == "evaluated" else [],
         )
         for key, name, target in rows
     ]
     auto, plain = timings["evaluated_auto"], timings["evaluated"]
-    figures.append(Figure(
-        "D1", f"Evaluated display, Auto ÷ Global, CPU per frame, {label}", auto, plain, auto.best / plain.best,
-        1.5, f"Auto {auto.best * 1e3:.0f} ms, Global {plain.best * 1e3:.0f} ms a frame",
-    ))
+    figures.append(
+        Figure(
+            "D1",
+            f"Evaluated display, Auto ÷ Global, CPU per frame, {label}",
+            auto,
+            plain,
+            auto.best / plain.best,
+            1.5,
+            f"Auto {auto.best * 1e3:.0f} ms, Global {plain.best * 1e3:.0f} ms a frame",
+        )
+    )
     for mode, timing in python.items():
-        figures.append(Figure(
-            "D1", f"Evaluated display ({mode.title()}): the add-on's Python per frame, ms, {label}", timing,
-            None, timing.best * 1e3, 0.5, f"{timing.spread()} ms (min / median / max) in its handlers",
-            unit="ms", value_label="ms",
-        ))
+        figures.append(
+            Figure(
+                "D1",
+                f"Evaluated display ({mode.title()}): the add-on's Python per frame, ms, {label}",
+                timing,
+                None,
+                timing.best * 1e3,
+                0.5,
+                f"{timing.spread()} ms (min / median / max) in its handlers",
+                unit="ms",
+                value_label="ms",
+            )
+        )
     return figures

@@ -121,7 +121,10 @@ def test_undo_of_a_paint_shows_the_factor_group_it_brings_back(addon):
     _shown_equals_blender(hs, cyl, group_weights(cyl, "Twist"), "after undo")
 
 
-@pytest.mark.parametrize("part", ["HybridSkin Rest", "HybridSkin Keep LBS", "HybridSkin DQS", "HybridSkin Mix"])
+PARTS = ["HybridSkin Rest", "HybridSkin Keep LBS", "HybridSkin DQS", "HybridSkin Mix"]
+
+
+@pytest.mark.parametrize("part", PARTS)
 def test_a_removed_display_modifier_is_set_up_again(addon, part, capfd):
     """The user deletes one of Hybrid Skin's modifiers: the mesh showed something else while the panel
     said Evaluated, with no word. It is set up again at the next evaluation, said once, and shows

@@ -58,7 +58,8 @@ def add_weight_modifier(obj: bpy.types.Object, how: str) -> bpy.types.Modifier:
         raise AssertionError(how)
     with bpy.context.temp_override(object=obj):
         bpy.ops.object.modifier_move_to_index(modifier=mod.name, index=0)
-    users = [m for m in obj.modifiers if not re.fullmatch(r"HybridSkin (Rest|Keep LBS|DQS|Mix)(\.\d+)?", m.name)]
+    parts = r"HybridSkin (Rest|Keep LBS|DQS|Mix)(\.\d+)?"
+    users = [m for m in obj.modifiers if not re.fullmatch(parts, m.name)]
     assert obj.modifiers[0] == mod and users[1].type == "ARMATURE"
     bpy.context.scene.frame_set(bpy.context.scene.frame_current)
     return mod

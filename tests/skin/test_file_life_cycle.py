@@ -30,11 +30,22 @@ def _version_1_setup(obj: bpy.types.Object) -> None:
     extra = obj.modifiers.new("HybridSkin DQS", "ARMATURE")
     extra.object, extra.use_deform_preserve_volume, extra.use_multi_modifier = mod.object, True, True
     extra.vertex_group = group.name
-    obj.hybrid_skin.saved_state = json.dumps({
-        "version": 1, "object_name": obj.name, "armature": [0, "Armature"], "display_type": obj.display_type,
-        "active_group": 0, "preserve_volume": False, "mix": [0, "HybridSkin DQS"],
-        "factor_group": "HybridSkin Factor", "owns_group": True, "hidden": [], "aside": "", "factors_due": "",
-    })
+    obj.hybrid_skin.saved_state = json.dumps(
+        {
+            "version": 1,
+            "object_name": obj.name,
+            "armature": [0, "Armature"],
+            "display_type": obj.display_type,
+            "active_group": 0,
+            "preserve_volume": False,
+            "mix": [0, "HybridSkin DQS"],
+            "factor_group": "HybridSkin Factor",
+            "owns_group": True,
+            "hidden": [],
+            "aside": "",
+            "factors_due": "",
+        }
+    )
 
 
 def test_a_setup_of_version_1_is_replaced_by_todays_on_load(addon, tmp_path):
@@ -61,7 +72,9 @@ def test_a_setup_of_version_1_is_replaced_by_todays_on_load(addon, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["newer", "broken"])
-def test_an_unreadable_record_is_one_sentence_and_the_others_load_draw_and_save(addon, tmp_path, capfd, damage):
+def test_an_unreadable_record_is_one_sentence_and_the_others_load_draw_and_save(
+    addon, tmp_path, capfd, damage
+):
     arm, good = rig(name="Good")
     other = bpy.data.objects.new("Odd", good.data.copy())
     bpy.context.scene.collection.objects.link(other)
@@ -144,7 +157,11 @@ def test_a_masked_armature_modifier_is_blenders_own_masked_mix(addon, invert):
     mask = obj.vertex_groups.new(name="Mask")
     z = np.array([v.co.z for v in obj.data.vertices])
     for value in np.unique(np.round(np.clip(z - 0.5, 0.0, 1.0), 1)):
-        mask.add([int(i) for i in np.flatnonzero(np.round(np.clip(z - 0.5, 0.0, 1.0), 1) == value)], float(value), "REPLACE")
+        mask.add(
+            [int(i) for i in np.flatnonzero(np.round(np.clip(z - 0.5, 0.0, 1.0), 1) == value)],
+            float(value),
+            "REPLACE",
+        )
     mod = obj.modifiers["Armature"]
     mod.vertex_group, mod.invert_vertex_group = "Mask", invert
     activate(obj)

@@ -49,9 +49,16 @@ def _scene(mode: str, display: str) -> bpy.types.Object:
         group = obj.vertex_groups.new(name="Blend")
         z = np.array([v.co.z for v in obj.data.vertices])
         for value in np.unique(np.round(np.clip(z / 2.0, 0.0, 1.0), 2)):
-            group.add([int(i) for i in np.flatnonzero(np.round(np.clip(z / 2.0, 0.0, 1.0), 2) == value)],
-                      float(value), "REPLACE")
-        settings.factor_mode, settings.factor_vertex_group, settings.deform_factor = "VERTEX_GROUP", "Blend", 0.8
+            group.add(
+                [int(i) for i in np.flatnonzero(np.round(np.clip(z / 2.0, 0.0, 1.0), 2) == value)],
+                float(value),
+                "REPLACE",
+            )
+        settings.factor_mode, settings.factor_vertex_group, settings.deform_factor = (
+            "VERTEX_GROUP",
+            "Blend",
+            0.8,
+        )
     elif mode == "KEYED":
         for frame, value in ((1, 0.1), (11, 0.9)):
             settings.deform_factor = value
@@ -84,7 +91,9 @@ def _truth(addon, obj, mode: str) -> dict:
                 factors = frozen
         elif mode == "VERTEX_GROUP":
             index = obj.vertex_groups["Blend"].index
-            weights = np.array([sum(g.weight for g in v.groups if g.group == index) for v in obj.data.vertices])
+            weights = np.array(
+                [sum(g.weight for g in v.groups if g.group == index) for v in obj.data.vertices]
+            )
             factors = 0.8 * weights
         elif mode == "DRIVEN":
             time = frame + sub
@@ -159,7 +168,9 @@ def test_a_fresh_blender_without_the_add_on_shows_and_renders_the_hybrid(saved, 
     env = dict(os.environ, BLENDER_USER_RESOURCES=tempfile.mkdtemp(prefix="fresh_blender_"))
     cases = {name: str(path) for name, (path, _truth) in saved.items()}
     args = json.dumps([cases, SAMPLES, RENDERED, str(tmp_path)])
-    run = subprocess.run([sys.executable, "-c", _FRESH, args], env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", _FRESH, args], env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     fresh = json.loads((tmp_path / "fresh.json").read_text())
     for name, (_path, truth) in saved.items():

@@ -70,7 +70,9 @@ def test_auto_in_blender_equals_the_core_on_real_characters(addon, assets, asset
                 dg = bpy.context.evaluated_depsgraph_get()
                 factors = _core_factors(addon, obj, dg)
                 shown = _positions(obj, dg)
-                assert_close(shown, native_positions(obj, factors), f"{asset} {obj.name} {profile} at {frame}")
+                assert_close(
+                    shown, native_positions(obj, factors), f"{asset} {obj.name} {profile} at {frame}"
+                )
                 spread = max(spread, float(np.ptp(factors)))
     assert spread > 0.1, "Auto's factors vary over the characters (or this test is void)"
 

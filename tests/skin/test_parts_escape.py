@@ -174,7 +174,8 @@ def test_copy_vertex_groups_to_selected_gives_the_glove_nothing_of_hybrid_skins(
     glove.select_set(True)
     assert bpy.ops.object.vertex_group_copy_to_selected() == {"FINISHED"}
     bpy.context.view_layer.update()
-    assert _parts(glove) == [] and [g.name for g in glove.vertex_groups] == [g.name for g in obj.vertex_groups]
+    assert _parts(glove) == []
+    assert [g.name for g in glove.vertex_groups] == [g.name for g in obj.vertex_groups]
     _exact(addon, obj, "the body")
 
 

@@ -51,6 +51,7 @@ def _quaternion(b: Builder, _version: int) -> None:
     x2, y2, z2 = b.separate(cols[2])  # m02, m12, m22
     m00, m11, m22 = x0, y1, z2
     with b.frame("Shepperd: the largest of the four candidates"):
+
         def cand(s0: float, s1: float, s2: float) -> Socket:
             a = b.math("MULTIPLY_ADD", m00, s0, 1.0)
             a = b.math("MULTIPLY_ADD", m11, s1, a)
@@ -164,17 +165,25 @@ def _profile(b: Builder, _version: int) -> None:
     with b.frame("F = exp(-k z²), k = width (θ / 90°)^exponent"):
         swing = b.math("DIVIDE", s, b.math("MULTIPLY", pairs, float(autofactor.QUARTER_TURN_SQ)))
         power = b.math("POWER", b.math("MAXIMUM", swing, 1e-12), b.math("MULTIPLY", exponent, 0.5))
-        profile = b.math("EXPONENT", b.math("MULTIPLY", b.math("MULTIPLY", power, along), b.math("MULTIPLY", width, -1.0)))
+        profile = b.math(
+            "EXPONENT", b.math("MULTIPLY", b.math("MULTIPLY", power, along), b.math("MULTIPLY", width, -1.0))
+        )
     with b.frame("Presence: how much of the vertex's weight swings"):
         spread = b.math("DIVIDE", m2, m4)
-        q = b.math("MULTIPLY", spread, b.math("DIVIDE", m2, b.math("MULTIPLY", total, float(autofactor.PRESENCE_WEIGHT))))
+        q = b.math(
+            "MULTIPLY",
+            spread,
+            b.math("DIVIDE", m2, b.math("MULTIPLY", total, float(autofactor.PRESENCE_WEIGHT))),
+        )
         cube = b.math("POWER", b.math("MINIMUM", q, 1e6), 3.0)
         fade = b.math("DIVIDE", cube, b.math("ADD", cube, 1.0))
     with b.frame("Depth: swing against twist"):
         eps2_pairs = b.math("MULTIPLY", pairs, float(np.float32(autofactor.ANGLE_EPSILON**2)))
         denom = b.math("ADD", b.math("MULTIPLY_ADD", twist_weight, t, s), eps2_pairs)
         depth = b.math("DIVIDE", s, denom)
-        round_f = b.math("MULTIPLY_ADD", b.math("MULTIPLY", fade, depth), b.math("SUBTRACT", profile, 1.0), 1.0)
+        round_f = b.math(
+            "MULTIPLY_ADD", b.math("MULTIPLY", fade, depth), b.math("SUBTRACT", profile, 1.0), 1.0
+        )
     with b.frame("Per Joint (0.1): 0.55 for swing, 1 for twist"):
         share = b.math("DIVIDE", t, b.math("ADD", b.math("ADD", t, s), eps2_pairs))
         swing_f, twist_f = autofactor.SWING_FACTOR, autofactor.TWIST_FACTOR

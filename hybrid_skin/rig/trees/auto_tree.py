@@ -115,7 +115,8 @@ class FromPose:
             ).outputs["Transform"]
             placement = b.node("FunctionNodeInvertMatrix", {"Matrix": relative}).outputs["Matrix"]
             rest = b.node(
-                "FunctionNodeTransformPoint", {"Vector": b.named(REST_ATTRIBUTE, "FLOAT_VECTOR"), "Transform": placement}
+                "FunctionNodeTransformPoint",
+                {"Vector": b.named(REST_ATTRIBUTE, "FLOAT_VECTOR"), "Transform": placement},
             ).outputs[0]
         with b.frame(f"Influences ({self.influences} per vertex): weighted moments"):
             sums = self._moments(b, bones)
@@ -144,7 +145,9 @@ class FromPose:
         summed down the chains, and ``head``, ``seg`` (rest head, length × Y axis)."""
         count = len(self.bones)
         infos = [
-            b.node(BONE_INFO, {"Armature": armature, "Bone Name": name}, transform_space="ORIGINAL", label=name)
+            b.node(
+                BONE_INFO, {"Armature": armature, "Bone Name": name}, transform_space="ORIGINAL", label=name
+            )
             for name in self.bones
         ]
         index = b.node("GeometryNodeInputIndex").outputs[0]
@@ -159,15 +162,23 @@ class FromPose:
         points = b.store(points, "up", parent, "INT")
         has_parent = b.compare("GREATER_EQUAL", parent, 0, data_type="INT")
         parent_deform = b.switch(
-            "MATRIX", has_parent, b.node("FunctionNodeCombineTransform").outputs[0],
+            "MATRIX",
+            has_parent,
+            b.node("FunctionNodeCombineTransform").outputs[0],
             b.sample(points, b.named("deform", "FLOAT4X4"), parent, "FLOAT4X4"),
         )
-        y_axis = b.node("FunctionNodeTransformDirection", {"Direction": (0.0, 1.0, 0.0), "Transform": rest}).outputs[0]
+        y_axis = b.node(
+            "FunctionNodeTransformDirection", {"Direction": (0.0, 1.0, 0.0), "Transform": rest}
+        ).outputs[0]
         head = b.node("FunctionNodeTransformPoint", {"Vector": (0.0, 0.0, 0.0), "Transform": rest}).outputs[0]
         local = b.group(
             auto_groups.shared_group(auto_groups.SWING_TWIST_GROUP, self.version),
-            {"Deform": b.named("deform", "FLOAT4X4"), "Parent Deform": parent_deform,
-             "Axis": b.vec("NORMALIZE", y_axis), "Head": head},
+            {
+                "Deform": b.named("deform", "FLOAT4X4"),
+                "Parent Deform": parent_deform,
+                "Axis": b.vec("NORMALIZE", y_axis),
+                "Head": head,
+            },
             label="Swing and twist",
         )
         points = b.store(points, "ta", local.outputs["Twist Angle"], "FLOAT_VECTOR")
@@ -182,7 +193,9 @@ class FromPose:
                 summed = {}
                 for name in ("ta", "sg", "hh"):
                     here = b.named(name, "FLOAT_VECTOR")
-                    above = b.switch("VECTOR", has, (0.0, 0.0, 0.0), b.sample(points, here, up, "FLOAT_VECTOR"))
+                    above = b.switch(
+                        "VECTOR", has, (0.0, 0.0, 0.0), b.sample(points, here, up, "FLOAT_VECTOR")
+                    )
                     summed[name] = b.vec("ADD", here, above)
                 further = b.switch("INT", has, -1, b.sample(points, up, up, "INT"))
                 for name, value in summed.items():
@@ -196,12 +209,16 @@ class FromPose:
         for k in range(self.influences):
             bone_name, weight_name = influence_attributes(k)
             bone = b.named(bone_name, "INT")
-            out.append({
-                "w": b.named(weight_name, "FLOAT"),
-                **{name: b.sample(bones, b.named(name, "FLOAT_VECTOR"), bone, "FLOAT_VECTOR")
-                   for name in ("ta", "sg", "hh")},
-                "bone": bone,
-            })
+            out.append(
+                {
+                    "w": b.named(weight_name, "FLOAT"),
+                    **{
+                        name: b.sample(bones, b.named(name, "FLOAT_VECTOR"), bone, "FLOAT_VECTOR")
+                        for name in ("ta", "sg", "hh")
+                    },
+                    "bone": bone,
+                }
+            )
         return out
 
     def _moments(self, b: Builder, bones: Socket) -> dict[str, Socket]:
@@ -266,7 +283,11 @@ class FromPose:
             now = b.node("FunctionNodeTransformPoint", {"Vector": probe, "Transform": placement}).outputs[0]
             then = b.node("FunctionNodeTransformPoint", {"Vector": probe, "Transform": bound}).outputs[0]
             far = b.compare("GREATER_THAN", b.vec("DISTANCE", now, then), PLACEMENT_TOLERANCE)
-            moved = far if moved is None else b.node("FunctionNodeBooleanMath", {0: moved, 1: far}, operation="OR").outputs[0]
+            moved = (
+                far
+                if moved is None
+                else b.node("FunctionNodeBooleanMath", {0: moved, 1: far}, operation="OR").outputs[0]
+            )
         return b.switch("FLOAT", moved, stored, live, label="Moved since the bind?")
 
     def _live_distance(self, b: Builder, bones: Socket, rest: Socket) -> Socket:
@@ -279,14 +300,21 @@ class FromPose:
             rel = b.vec("SUBTRACT", rest, head)
             length_sq = b.vec("DOT_PRODUCT", segment, segment)
             along = b.switch(
-                "FLOAT", b.compare("GREATER_THAN", length_sq, 0.0), 0.0,
+                "FLOAT",
+                b.compare("GREATER_THAN", length_sq, 0.0),
+                0.0,
                 b.math("DIVIDE", b.vec("DOT_PRODUCT", rel, segment), length_sq),
             )
             t = b.math("MINIMUM", b.math("MAXIMUM", along, 0.0), 1.0)
             off = b.vec("SUBTRACT", rel, b.vec("SCALE", segment, t))
             d2 = b.vec("DOT_PRODUCT", off, off)
             candidate = b.math("MINIMUM", nearest if nearest is not None else 1e30, d2)
-            nearest = b.switch("FLOAT", b.compare("GREATER_THAN", w, 0.0), nearest if nearest is not None else 1e30, candidate)
+            nearest = b.switch(
+                "FLOAT",
+                b.compare("GREATER_THAN", w, 0.0),
+                nearest if nearest is not None else 1e30,
+                candidate,
+            )
         return b.switch("FLOAT", b.compare("LESS_THAN", nearest, 1e30), 0.0, nearest)
 
 

@@ -136,7 +136,9 @@ class Builder:
                 value = (value, value, value)  # a number where a vector goes: Blender converts it so too
             target.default_value = value
 
-    def group(self, tree: bpy.types.NodeTree, inputs: dict[str, Any] | None = None, label: str = "") -> bpy.types.Node:
+    def group(
+        self, tree: bpy.types.NodeTree, inputs: dict[str, Any] | None = None, label: str = ""
+    ) -> bpy.types.Node:
         """A group node of ``tree``; ``inputs`` by interface name."""
         node = self.node("GeometryNodeGroup", label=label)
         node.node_tree = tree
@@ -176,7 +178,9 @@ class Builder:
         if c is not None:
             inputs[2] = c
         node = self.node("ShaderNodeVectorMath", inputs, operation=operation, label=label)
-        return node.outputs["Value"] if operation in ("DOT_PRODUCT", "LENGTH", "DISTANCE") else node.outputs[0]
+        return (
+            node.outputs["Value"] if operation in ("DOT_PRODUCT", "LENGTH", "DISTANCE") else node.outputs[0]
+        )
 
     def compare(self, operation: str, a: Any, b: Any, data_type: str = "FLOAT") -> Socket:
         node = self.node("FunctionNodeCompare", {"A": a, "B": b}, data_type=data_type, operation=operation)
@@ -185,8 +189,10 @@ class Builder:
     def switch(self, kind: str, condition: Any, if_false: Any, if_true: Any, label: str = "") -> Socket:
         """A Switch node of ``kind`` (``FLOAT``, ``VECTOR``, ``INT``, ``GEOMETRY`` ...)."""
         node = self.node(
-            "GeometryNodeSwitch", {"Switch": condition, "False": if_false, "True": if_true},
-            input_type=kind, label=label,
+            "GeometryNodeSwitch",
+            {"Switch": condition, "False": if_false, "True": if_true},
+            input_type=kind,
+            label=label,
         )
         return output(node)
 
@@ -215,8 +221,10 @@ class Builder:
     def sample(self, geometry: Socket, value: Socket, index: Any, kind: str) -> Socket:
         """Sample Index: ``value`` (a field on ``geometry``'s points) at ``index``."""
         node = self.node(
-            "GeometryNodeSampleIndex", {"Geometry": geometry, "Value": value, "Index": index},
-            data_type=kind, domain="POINT",
+            "GeometryNodeSampleIndex",
+            {"Geometry": geometry, "Value": value, "Index": index},
+            data_type=kind,
+            domain="POINT",
         )
         return output(node)
 

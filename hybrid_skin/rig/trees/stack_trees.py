@@ -96,25 +96,44 @@ def build_mix(name: str, auto: auto_tree.AutoSource, helpers: tuple[str, ...]) -
     b = builder
     geometry = b.input("Geometry", "GEOMETRY")
     value = b.input(
-        MIX_INPUTS.deform_factor, "FLOAT", default=0.5, minimum=0.0, maximum=1.0, subtype="FACTOR",
+        MIX_INPUTS.deform_factor,
+        "FLOAT",
+        default=0.5,
+        minimum=0.0,
+        maximum=1.0,
+        subtype="FACTOR",
         single_value=True,
         description="Blend between linear blend skinning (0) and dual quaternion skinning (1)",
     )
     mode = b.input(
-        MIX_INPUTS.mode, "INT", default=0, minimum=0, maximum=2, single_value=True,
+        MIX_INPUTS.mode,
+        "INT",
+        default=0,
+        minimum=0,
+        maximum=2,
+        single_value=True,
         description="0 Global: the Deform Factor everywhere; 1 Vertex Group: the Deform Factor times the "
         "group's weights; 2 Auto: per vertex from the pose",
     )
     group = b.input(
-        MIX_INPUTS.group, "STRING", single_value=True,
+        MIX_INPUTS.group,
+        "STRING",
+        single_value=True,
         description="The vertex group whose weights scale the Deform Factor (Factor Mode 1)",
     )
     profile = b.input(
-        MIX_INPUTS.profile, "INT", default=0, minimum=0, maximum=2, single_value=True,
+        MIX_INPUTS.profile,
+        "INT",
+        default=0,
+        minimum=0,
+        maximum=2,
+        single_value=True,
         description="Auto's profile: 0 Round, 1 Keep Volume, 2 Per Joint (0.1)",
     )
     armature = b.input(
-        MIX_INPUTS.armature, "OBJECT", description="The armature whose pose Auto reads (the Armature modifier's)",
+        MIX_INPUTS.armature,
+        "OBJECT",
+        description="The armature whose pose Auto reads (the Armature modifier's)",
     )
     with b.frame("Deform factor per vertex"):
         weights = b.node("GeometryNodeInputNamedAttribute", {"Name": group}, data_type="FLOAT").outputs[0]
@@ -125,15 +144,21 @@ def build_mix(name: str, auto: auto_tree.AutoSource, helpers: tuple[str, ...]) -
         factor = b.index_switch("FLOAT", mode, [value, scaled, automatic], label="Factor Mode")
         lbs = b.named(LBS_ATTRIBUTE, "FLOAT_VECTOR")
         dqs = b.node("GeometryNodeInputPosition").outputs[0]
-        mixed = output(b.node(
-            "ShaderNodeMix", {"Factor_Float": factor, "A_Vector": lbs, "B_Vector": dqs}, data_type="VECTOR"
-        ))
+        mixed = output(
+            b.node(
+                "ShaderNodeMix",
+                {"Factor_Float": factor, "A_Vector": lbs, "B_Vector": dqs},
+                data_type="VECTOR",
+            )
+        )
         # Auto's factor is 1 where a vertex blends no two bones (its LBS and DQS agree): those vertices keep
         # the DQS result as it is, and Auto is evaluated only where it matters.
         selection = auto.where_needed(b)
         if selection is not None:
             not_auto = b.compare("NOT_EQUAL", mode, 2, data_type="INT")
-            selection = b.node("FunctionNodeBooleanMath", {0: not_auto, 1: selection}, operation="OR").outputs[0]
+            selection = b.node(
+                "FunctionNodeBooleanMath", {0: not_auto, 1: selection}, operation="OR"
+            ).outputs[0]
         out = b.node(
             "GeometryNodeSetPosition", {"Geometry": geometry, "Position": mixed, "Selection": selection}
         ).outputs[0]
