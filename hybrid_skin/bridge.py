@@ -179,6 +179,41 @@ def corner_normals(mesh: bpy.types.Mesh) -> np.ndarray:
     return _flat(mesh.corner_normals, "vector", len(mesh.loops), 3)
 
 
+def tangent_uv_map(mesh: bpy.types.Mesh, skip: tuple[str, ...] = ()) -> str | None:
+    """The UV map tangents are computed for: the active one (what Blender's glTF exporter uses for
+    ``TANGENT``), or the first other than ``skip`` (the bake's own texel UV map); ``None`` without one."""
+    layers = [uv.name for uv in mesh.uv_layers if uv.name not in skip]
+    active = mesh.uv_layers.active
+    return active.name if active is not None and active.name in layers else (layers[0] if layers else None)
+
+
+def corner_tangents(mesh: bpy.types.Mesh, uv_map: str) -> np.ndarray:
+    """``(C, 4)`` float32 MikkTSpace tangent and bitangent sign of every face corner for ``uv_map``
+    (Blender's ``Mesh.calc_tangents``; its cache is freed again). ``RuntimeError`` where Blender cannot
+    compute them (faces of more than 4 corners)."""
+    mesh.calc_tangents(uvmap=uv_map)
+    try:
+        count = len(mesh.loops)
+        tangent = _flat(mesh.loops, "tangent", count, 3)
+        sign = _flat(mesh.loops, "bitangent_sign", count, 1)
+    finally:
+        mesh.free_tangents()
+    return np.concatenate([tangent, sign[:, None]], axis=1)
+
+
+def deformed_corner_tangents(mesh: bpy.types.Mesh, positions: np.ndarray, uv_map: str) -> np.ndarray:
+    """``(C, 4)`` MikkTSpace tangents and signs of ``mesh`` deformed to vertex ``positions`` ``(N, 3)``:
+    Blender's own ``Mesh.calc_tangents`` on a scratch copy of the mesh (removed again), so the user's mesh
+    is never changed."""
+    scratch = mesh.copy()
+    try:
+        scratch.vertices.foreach_set("co", np.ascontiguousarray(positions, dtype=np.float32).ravel())
+        scratch.update()
+        return corner_tangents(scratch, uv_map)
+    finally:
+        bpy.data.meshes.remove(scratch)
+
+
 def triangle_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
     """``(T, 3)`` int32 vertex indices of the mesh's triangulation."""
     mesh.calc_loop_triangles()

@@ -275,6 +275,14 @@ void animtex_apply_rows(vec4 m0, vec4 m1, vec4 m2, vec3 p, vec3 n, out vec3 posi
   normal = len > 0.0 ? c / len : vec3(0.0);
 }
 
+/* A rest tangent (xyz) and bitangent sign (w) through the hybrid matrix rows, for normal maps: the linear
+ * part turns it (M t, as the cofactor turns the normal, so the two stay perpendicular), then it is made
+ * perpendicular to the skinned `normal` and unit; the sign is kept. */
+vec4 animtex_apply_tangent(vec4 m0, vec4 m1, vec4 m2, vec4 t, vec3 normal)
+{
+  return animtex_tangent_finish(vec4(dot(m0.xyz, t.xyz), dot(m1.xyz, t.xyz), dot(m2.xyz, t.xyz), t.w), normal);
+}
+
 /* Skinned position and unit normal of rest point p / normal n at `clip_sample` of `clip`. hybrid_factor
  * is the runtime deform factor (0 = LBS, 1 = DQS): a uniform, or animtex_default_deform_factor(tex).
  * Parameters and locals never take the name of a uniform, push constant or vertex input: Blender's Vulkan
@@ -394,6 +402,25 @@ float animtex_auto_factor(sampler2D tex, AnimtexBoneInfo info, AnimtexAutoInfo a
   return hs_round_finish(sums, rest_data, auto_info.shape);
 }
 
+/* The factor a vertex plays: hybrid_factor in [0, 1] as given; a negative one asks for Auto: the vertex's
+ * own factor from rest_data where the texture carries Auto, else the texture's default factor (0.5 where
+ * it has none). */
+float animtex_runtime_factor(sampler2D tex, AnimtexBoneInfo info, int a0, int a1, float a_alpha, int b0, int b1,
+                             float b_alpha, float to_weight, ivec4 bone_ids, vec4 bone_weights, vec4 rest_data,
+                             float hybrid_factor)
+{
+  if (hybrid_factor >= 0.0) {
+    return hybrid_factor;
+  }
+  AnimtexAutoInfo auto_info = animtex_auto_info(tex, info);
+  if (auto_info.table > 0) {
+    return animtex_auto_factor(tex, info, auto_info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids,
+                               bone_weights, rest_data);
+  }
+  float given = animtex_default_deform_factor(tex);
+  return given >= 0.0 && given <= 1.0 ? given : 0.5; /* NaN (no factor recorded) fails both */
+}
+
 /* animtex_bone_skin_crossfade with Auto: hybrid_factor in [0, 1] is the runtime's one factor as there; a
  * negative hybrid_factor asks for Auto: each vertex's own factor from rest_data (its auto_rest attribute)
  * when the texture carries Auto, else the texture's default factor (0.5 where it has none). */
@@ -406,20 +433,31 @@ void animtex_bone_skin_crossfade_auto(sampler2D tex, AnimtexBoneInfo info, Animt
   float a_alpha, b_alpha;
   animtex_frame_rows(from_clip, info.rows_per_frame, from_sample, a0, a1, a_alpha);
   animtex_frame_rows(to_clip, info.rows_per_frame, to_sample, b0, b1, b_alpha);
-  float f = hybrid_factor;
-  if (f < 0.0) {
-    AnimtexAutoInfo auto_info = animtex_auto_info(tex, info);
-    if (auto_info.table > 0) {
-      f = animtex_auto_factor(tex, info, auto_info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids,
-                              bone_weights, rest_data);
-    }
-    else {
-      float given = animtex_default_deform_factor(tex);
-      f = given >= 0.0 && given <= 1.0 ? given : 0.5; /* NaN (no factor recorded) fails both */
-    }
-  }
+  float f = animtex_runtime_factor(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids, bone_weights,
+                                   rest_data, hybrid_factor);
   vec4 m0, m1, m2;
   animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids, bone_weights, f,
                               p, m0, m1, m2);
   animtex_apply_rows(m0, m1, m2, p, n, position, normal);
+}
+
+/* animtex_bone_skin_crossfade_auto with the rest tangent and bitangent sign `t` turned too
+ * (animtex_apply_tangent), for normal maps. */
+void animtex_bone_skin_crossfade_auto_tangent(sampler2D tex, AnimtexBoneInfo info, AnimtexClip from_clip,
+                                              float from_sample, AnimtexClip to_clip, float to_sample,
+                                              float to_weight, ivec4 bone_ids, vec4 bone_weights, vec4 rest_data,
+                                              float hybrid_factor, vec3 p, vec3 n, vec4 t, out vec3 position,
+                                              out vec3 normal, out vec4 tangent)
+{
+  int a0, a1, b0, b1;
+  float a_alpha, b_alpha;
+  animtex_frame_rows(from_clip, info.rows_per_frame, from_sample, a0, a1, a_alpha);
+  animtex_frame_rows(to_clip, info.rows_per_frame, to_sample, b0, b1, b_alpha);
+  float f = animtex_runtime_factor(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids, bone_weights,
+                                   rest_data, hybrid_factor);
+  vec4 m0, m1, m2;
+  animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, to_weight, bone_ids, bone_weights, f,
+                              p, m0, m1, m2);
+  animtex_apply_rows(m0, m1, m2, p, n, position, normal);
+  tangent = animtex_apply_tangent(m0, m1, m2, t, normal);
 }

@@ -16,7 +16,8 @@
  *   x = (i % items_per_row) * texels_per_item + k
  *   y = clip.first_row + f * rows_per_frame + i / items_per_row
  * and every channel decodes as value = offset + scale * channel. VERTEX items are vertices with two
- * texels: (position offset from rest, 1) and (unit normal, 1).
+ * texels: (position offset from rest, 1) and (unit normal, 1), and a third, (tangent, bitangent sign),
+ * where the texture stores tangents (texels_per_item 3).
  *
  * The metadata either comes from uniforms filled from the JSON sidecar, or from the embedded block
  * (rows 0.. of the texture, one float32 per texel as 4 bytes): animtex_clip / animtex_vertex_info read it.
@@ -24,6 +25,7 @@
 
 /* Float indices in the embedded block's header (metadata.embedded_floats). */
 const int ANIMTEX_KIND = 1;
+const int ANIMTEX_TEXELS_PER_ITEM = 3;
 const int ANIMTEX_ITEMS_PER_ROW = 5;
 const int ANIMTEX_ROWS_PER_FRAME = 6;
 const int ANIMTEX_CLIP_COUNT = 7;
@@ -40,6 +42,7 @@ struct AnimtexClip {
 };
 
 struct AnimtexVertexInfo {
+  int texels_per_item; /* 2, or 3 where the texture stores tangents */
   int items_per_row;
   int rows_per_frame;
   vec3 position_offset;
@@ -108,6 +111,7 @@ ivec2 animtex_item_texel(int item_index, int texels_per_item, int items_per_row)
 AnimtexVertexInfo animtex_vertex_info(sampler2D tex)
 {
   AnimtexVertexInfo info;
+  info.texels_per_item = animtex_read_int(tex, ANIMTEX_TEXELS_PER_ITEM);
   info.items_per_row = animtex_read_int(tex, ANIMTEX_ITEMS_PER_ROW);
   info.rows_per_frame = animtex_read_int(tex, ANIMTEX_ROWS_PER_FRAME);
   int g = animtex_read_int(tex, ANIMTEX_GLOBALS_START);
@@ -127,7 +131,7 @@ void animtex_vertex_sample(sampler2D tex, AnimtexVertexInfo info, AnimtexClip cl
   int row0, row1;
   float alpha;
   animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
-  ivec2 t = animtex_item_texel(vertex_index, 2, info.items_per_row);
+  ivec2 t = animtex_item_texel(vertex_index, info.texels_per_item, info.items_per_row);
   vec3 p0 = info.position_offset + info.position_scale * texelFetch(tex, ivec2(t.x, row0 + t.y), 0).xyz;
   vec3 p1 = info.position_offset + info.position_scale * texelFetch(tex, ivec2(t.x, row1 + t.y), 0).xyz;
   vec3 n0 = info.normal_offset + info.normal_scale * texelFetch(tex, ivec2(t.x + 1, row0 + t.y), 0).xyz;
@@ -137,6 +141,47 @@ void animtex_vertex_sample(sampler2D tex, AnimtexVertexInfo info, AnimtexClip cl
   vec3 n = n0 + alpha * (n1 - n0);
   float len = length(n);
   normal = len > 0.0 ? n / len : vec3(0.0);
+}
+
+/* A tangent (xyz) and bitangent sign (w) as decoded and interpolated -> the tangent made perpendicular to
+ * the decoded `normal` and unit (zero stays zero), the sign +-1 (decode.tangents_from_values). */
+vec4 animtex_tangent_finish(vec4 v, vec3 normal)
+{
+  vec3 t = v.xyz - dot(v.xyz, normal) * normal;
+  float len = length(t);
+  return vec4(len > 0.0 ? t / len : vec3(0.0), v.w < 0.0 ? -1.0 : 1.0);
+}
+
+/* The tangent texel (slot 2; textures with texels_per_item 3) of item `vertex_index` at `clip_sample`,
+ * decoded with the normal's terms and interpolated, not yet made perpendicular (animtex_tangent_finish). */
+vec4 animtex_vertex_tangent_value(sampler2D tex, AnimtexVertexInfo info, AnimtexClip clip, int vertex_index,
+                                  float clip_sample)
+{
+  int row0, row1;
+  float alpha;
+  animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
+  ivec2 t = animtex_item_texel(vertex_index, info.texels_per_item, info.items_per_row);
+  vec4 a = info.normal_offset + info.normal_scale * texelFetch(tex, ivec2(t.x + 2, row0 + t.y), 0);
+  vec4 b = info.normal_offset + info.normal_scale * texelFetch(tex, ivec2(t.x + 2, row1 + t.y), 0);
+  return a + alpha * (b - a);
+}
+
+/* Tangent and bitangent sign of item `vertex_index` cross-faded like its normal (values lerped, then made
+ * perpendicular to `normal`, the cross-faded normal animtex_vertex_crossfade gives), for normal maps. A
+ * texture that stores no tangents (texels_per_item 2) gives `rest_tangent` back, unturned. */
+vec4 animtex_vertex_tangent_crossfade(sampler2D tex, AnimtexVertexInfo info, AnimtexClip from_clip,
+                                      float from_sample, AnimtexClip to_clip, float to_sample, float to_weight,
+                                      int vertex_index, vec3 normal, vec4 rest_tangent)
+{
+  if (info.texels_per_item < 3) {
+    return rest_tangent;
+  }
+  vec4 ta = animtex_vertex_tangent_value(tex, info, from_clip, vertex_index, from_sample);
+  if (to_weight > 0.0) {
+    vec4 tb = animtex_vertex_tangent_value(tex, info, to_clip, vertex_index, to_sample);
+    ta = to_weight >= 1.0 ? tb : ta + to_weight * (tb - ta);
+  }
+  return animtex_tangent_finish(ta, normal);
 }
 
 /* Item (vertex) index from the mesh's texel UV map (sidecar mesh_attributes.texel_uv), for engines

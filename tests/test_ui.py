@@ -238,6 +238,8 @@ def test_the_bake_dialog_draws_its_settings(ui):
         "write_mesh_data",
         "export_gltf",
         "export_babylon",
+        "tangents",
+        "export_instancing",
         "memory_budget",
     ]
     assert [c.text for c in layout.calls if c.kind == "prop" and c.args[1] == "use"] == ["Walk"]

@@ -49,7 +49,7 @@ void HybridSkinAnimtexVertex_float(UnityTexture2D Animtex, float2 TexelUV, float
   AnimtexVertexInfo info = animtex_vertex_info(Animtex.tex);
   AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
   AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
-  int item = animtex_item_from_uv(Animtex.tex, TexelUV, 2, info.items_per_row);
+  int item = animtex_item_from_uv(Animtex.tex, TexelUV, info.texels_per_item, info.items_per_row);
   animtex_vertex_crossfade(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
                            animtex_sample_at_time(b, TimeB), Weight, item, RestPosition, Position, Normal);
 }
@@ -82,6 +82,61 @@ void HybridSkinAnimtexBonesAuto_float(UnityTexture2D Animtex, float4 BoneIndices
                                    BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal, Position,
                                    Normal);
 }
+
+/* Instancing mesh (the bake's Instancing Mesh option: a static mesh, no skin): the bone data from its data
+ * UV channels, UV_A ... UV_F = the channels after the mesh's own UV maps (the sidecar's
+ * instancing.first_uv_channel; UV_E, UV_F: Auto rest data, zeros without Auto), as Unity imports them
+ * (v flipped: undone here). DeformFactor < 0 plays Auto where the bake carries it. */
+void HybridSkinAnimtexBonesInstancing_float(UnityTexture2D Animtex, float2 UV_A, float2 UV_B, float2 UV_C,
+                                            float2 UV_D, float2 UV_E, float2 UV_F, float3 RestPosition,
+                                            float3 RestNormal, float ClipA, float TimeA, float ClipB,
+                                            float TimeB, float Weight, float DeformFactor,
+                                            out float3 Position, out float3 Normal)
+{
+  int4 bones;
+  float4 weights;
+  animtex_instancing_influences(UV_A, UV_B, UV_C, UV_D, true, bones, weights);
+  float4 auto_rest = animtex_instancing_auto_rest(UV_E, UV_F, true);
+  AnimtexBoneInfo info = animtex_bone_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  animtex_bone_skin_crossfade_auto(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                   animtex_sample_at_time(b, TimeB), Weight, bones, weights, auto_rest,
+                                   DeformFactor, RestPosition, RestNormal, Position, Normal);
+}
+
+/* Normal maps: the same with the mesh's tangent, RestTangent (object space, bitangent sign in w) -> Tangent
+ * (xyz, sign in w). VERTEX bakes that store tangents (their sidecar's tangents.stored = texture) decode
+ * them; bone bakes turn RestTangent with the skin; a VERTEX bake without tangents gives RestTangent back. */
+void HybridSkinAnimtexVertexTangent_float(UnityTexture2D Animtex, float2 TexelUV, float3 RestPosition,
+                                          float4 RestTangent, float ClipA, float TimeA, float ClipB,
+                                          float TimeB, float Weight, out float3 Position, out float3 Normal,
+                                          out float4 Tangent)
+{
+  AnimtexVertexInfo info = animtex_vertex_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  int item = animtex_item_from_uv(Animtex.tex, TexelUV, info.texels_per_item, info.items_per_row);
+  float sa = animtex_sample_at_time(a, TimeA), sb = animtex_sample_at_time(b, TimeB);
+  animtex_vertex_crossfade(Animtex.tex, info, a, sa, b, sb, Weight, item, RestPosition, Position, Normal);
+  Tangent = animtex_vertex_tangent_crossfade(Animtex.tex, info, a, sa, b, sb, Weight, item, Normal,
+                                             RestTangent);
+}
+
+void HybridSkinAnimtexBonesTangent_float(UnityTexture2D Animtex, float4 BoneIndices, float4 BoneWeights,
+                                         float4 AutoRest, float3 RestPosition, float3 RestNormal,
+                                         float4 RestTangent, float ClipA, float TimeA, float ClipB,
+                                         float TimeB, float Weight, float DeformFactor, out float3 Position,
+                                         out float3 Normal, out float4 Tangent)
+{
+  AnimtexBoneInfo info = animtex_bone_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  animtex_bone_skin_crossfade_auto_tangent(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                           animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5),
+                                           BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal,
+                                           RestTangent, Position, Normal, Tangent);
+}
 """
 
 UNREAL_ENTRY_POINTS = """
@@ -99,7 +154,8 @@ float3 HybridSkinAnimtexVertex(Texture2D Animtex, float2 TexelUV, float3 RestPos
   AnimtexVertexInfo info = animtex_vertex_info(Animtex);
   AnimtexClip a = animtex_clip(Animtex, int(ClipA + 0.5));
   AnimtexClip b = animtex_clip(Animtex, int(ClipB + 0.5));
-  int item = animtex_item_from_uv(Animtex, float2(TexelUV.x, 1.0 - TexelUV.y), 2, info.items_per_row);
+  int item = animtex_item_from_uv(Animtex, float2(TexelUV.x, 1.0 - TexelUV.y), info.texels_per_item,
+                                  info.items_per_row);
   float3 position;
   animtex_vertex_crossfade(Animtex, info, a, animtex_sample_at_time(a, TimeA), b,
                            animtex_sample_at_time(b, TimeB), Weight, item, RestPosition, position, Normal);
@@ -135,6 +191,64 @@ float3 HybridSkinAnimtexBonesAuto(Texture2D Animtex, float4 BoneIndices, float4 
                                    animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5),
                                    BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal, position,
                                    Normal);
+  return position;
+}
+
+/* Instancing mesh (a static mesh, no skin): the bone data from its data UV channels, UV_A ... UV_F = the
+ * channels after the mesh's own UV maps (the sidecar's instancing.first_uv_channel; UV_E, UV_F: Auto rest
+ * data, zeros without Auto), as Unreal imports them (v flipped: undone here). Enable the static mesh's
+ * "Use Full Precision UVs" (Unreal stores half floats otherwise: weights to about 1e-3). */
+float3 HybridSkinAnimtexBonesInstancing(Texture2D Animtex, float2 UV_A, float2 UV_B, float2 UV_C, float2 UV_D,
+                                        float2 UV_E, float2 UV_F, float3 RestPosition, float3 RestNormal,
+                                        float ClipA, float TimeA, float ClipB, float TimeB, float Weight,
+                                        float DeformFactor, out float3 Normal)
+{
+  int4 bones;
+  float4 weights;
+  animtex_instancing_influences(UV_A, UV_B, UV_C, UV_D, true, bones, weights);
+  float4 auto_rest = animtex_instancing_auto_rest(UV_E, UV_F, true);
+  AnimtexBoneInfo info = animtex_bone_info(Animtex);
+  AnimtexClip a = animtex_clip(Animtex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex, int(ClipB + 0.5));
+  float3 position;
+  animtex_bone_skin_crossfade_auto(Animtex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                   animtex_sample_at_time(b, TimeB), Weight, bones, weights, auto_rest,
+                                   DeformFactor, RestPosition, RestNormal, position, Normal);
+  return position;
+}
+
+/* Normal maps: the same with the mesh's tangent, RestTangent (object space, bitangent sign in w) -> Tangent.
+ * VERTEX bakes that store tangents decode them; bone bakes turn RestTangent with the skin. */
+float3 HybridSkinAnimtexVertexTangent(Texture2D Animtex, float2 TexelUV, float3 RestPosition,
+                                      float4 RestTangent, float ClipA, float TimeA, float ClipB, float TimeB,
+                                      float Weight, out float3 Normal, out float4 Tangent)
+{
+  AnimtexVertexInfo info = animtex_vertex_info(Animtex);
+  AnimtexClip a = animtex_clip(Animtex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex, int(ClipB + 0.5));
+  int item = animtex_item_from_uv(Animtex, float2(TexelUV.x, 1.0 - TexelUV.y), info.texels_per_item,
+                                  info.items_per_row);
+  float sa = animtex_sample_at_time(a, TimeA), sb = animtex_sample_at_time(b, TimeB);
+  float3 position;
+  animtex_vertex_crossfade(Animtex, info, a, sa, b, sb, Weight, item, RestPosition, position, Normal);
+  Tangent = animtex_vertex_tangent_crossfade(Animtex, info, a, sa, b, sb, Weight, item, Normal,
+                                             RestTangent);
+  return position;
+}
+
+float3 HybridSkinAnimtexBonesTangent(Texture2D Animtex, float4 BoneIndices, float4 BoneWeights,
+                                     float4 AutoRest, float3 RestPosition, float3 RestNormal,
+                                     float4 RestTangent, float ClipA, float TimeA, float ClipB, float TimeB,
+                                     float Weight, float DeformFactor, out float3 Normal, out float4 Tangent)
+{
+  AnimtexBoneInfo info = animtex_bone_info(Animtex);
+  AnimtexClip a = animtex_clip(Animtex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex, int(ClipB + 0.5));
+  float3 position;
+  animtex_bone_skin_crossfade_auto_tangent(Animtex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                           animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5),
+                                           BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal,
+                                           RestTangent, position, Normal, Tangent);
   return position;
 }
 """

@@ -70,6 +70,7 @@ from ..rig import bind
 from ..rig.state import hold
 from . import bounds
 from .corners import CornerItems
+from .engine_data import EngineData
 from .export import check_exporter, check_names, check_placement, write_babylon, write_gltf
 from .factors import Factors
 from .files import (
@@ -159,8 +160,11 @@ class TextureBake(Sampling, Factors):
             check_names(self.parts, self._attributes()[1])
             if self.kind is not Kind.VERTEX:
                 check_placement(self.parts)
-        # VERTEX: one item per vertex and per further corner normal group (hard edges, custom normals)
-        self.items = CornerItems.of(self.parts) if self.kind is Kind.VERTEX else None
+        # Tangents, culling boxes, the instancing mesh: their refusals before anything is sampled or written
+        self.engine = EngineData(self.parts, self.kind, options, self.auto_profile is not None)
+        # VERTEX: one item per vertex and per further corner group (hard edges, custom normals, UV seams)
+        vertex = self.kind is Kind.VERTEX
+        self.items = CornerItems.of(self.parts, self.engine.rest_tangents) if vertex else None
         #: VERTEX: the meshes whose own modifiers after the Armature modifier Blender applies to the
         #: skinning at every sample (:mod:`.tail`), by part index.
         self.tails: dict[int, TailBake] = {}
@@ -186,6 +190,7 @@ class TextureBake(Sampling, Factors):
         self.outputs = plan_outputs(
             self.directory, self.stem, image_endings=endings, gltf=options.export_gltf,
             babylon=options.export_babylon, source=Source(obj.name, bpy.data.filepath, self.kind.value),
+            instancing=options.export_instancing,
             own_sidecar=own.sidecar if own is not None else None, replace=options.replace_files,
         )  # fmt: skip
         # While :meth:`steps` samples: the armature's animation state (restored at the end), the clip
@@ -323,8 +328,10 @@ class TextureBake(Sampling, Factors):
         try:
             if self.kind is Kind.VERTEX:
                 base = self.items.rest_positions(np.concatenate([p.base for p in self.parts]))
+                tangents = stored["tangents"] if self.options.tangents else None
                 return encode_vertex_animation(
                     base, stored["positions"], stored["normals"], clips, deform_factor=self._vertex_factor(),
+                    tangents=tangents,
                     **kwargs,
                 )  # fmt: skip
             encoder = encode_bone_dq_animation if self.kind is Kind.BONE_DQ else encode_bone_matrix_animation
@@ -432,6 +439,8 @@ class TextureBake(Sampling, Factors):
             except ValueError as err:
                 root_motion.append(None)
                 self.warnings.append(f"Clip '{clip.name}': no root motion track written: {err}")
+        with self._phase("report"):  # culling boxes of every decoded pose (at every runtime factor), ...
+            engine_blocks = self.engine.metadata(texture, self._rest_items, names.get("instancing"))
         return build_metadata(
             texture,
             image=names["image"],
@@ -443,7 +452,8 @@ class TextureBake(Sampling, Factors):
             mesh_to_scene_scale=self._mesh_to_scene_scale(stored),
             options=self.options.record(),
             source=Source(self.target.name, bpy.data.filepath, self.kind.value).record(),
-            files={role: names.get(role) for role in ("image", "sidecar", "gltf", "babylon")},
+            files={role: names.get(role) for role in ("image", "sidecar", "gltf", "babylon", "instancing")},
+            **engine_blocks,
         )
 
     def _write(
@@ -465,6 +475,8 @@ class TextureBake(Sampling, Factors):
                 self._write_mesh_data(texture, backup)
                 if self.options.export_gltf:
                     self._export(stored, texture, transaction, written)
+                if self.options.export_instancing:  # the static mesh with the bone data in UV channels
+                    self.engine.export(transaction.temporary("instancing", ".glb"))
             with self._phase("write"):
                 with open(transaction.temporary("sidecar", ".json"), "w", encoding="utf-8") as fh:
                     fh.write(dumps(meta))
@@ -484,7 +496,7 @@ class TextureBake(Sampling, Factors):
         paths = {role: os.path.join(self.directory, name) for role, name in names.items()}
         result = BakeResult(
             paths["image"], paths["sidecar"], texture, meta, report, tried, self.warnings, timings,
-            paths.get("gltf", ""), paths.get("babylon", ""), removed,
+            paths.get("gltf", ""), paths.get("babylon", ""), removed, paths.get("instancing", ""),
         )  # fmt: skip
         if self.target is not None:
             store_summary(self.target, result)
@@ -503,7 +515,8 @@ class TextureBake(Sampling, Factors):
         """The meshes as ``.glb`` (bone kinds: with the palette as a skin) and, asked for, Babylon.js's
         matrices (the sampled, not quantised, ones), to the transaction's temporary files."""
         bones = None if self.kind is Kind.VERTEX else self.bone_names
-        node_world = write_gltf(self.parts, transaction.temporary("gltf", ".glb"), written, bones)
+        path = transaction.temporary("gltf", ".glb")
+        node_world = write_gltf(self.parts, path, written, bones, self.options.tangents)
         if self.options.export_babylon and node_world is not None:
             path = transaction.temporary("babylon", ".json")
             write_babylon(path, stored["matrices"], texture.clips, bones, node_world)

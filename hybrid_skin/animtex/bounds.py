@@ -57,6 +57,7 @@ def texture_plan(
         power_of_two=options.power_of_two,
         embed_metadata=options.embed_metadata,
         auto=auto,
+        tangents=options.tangents,
     )
 
 

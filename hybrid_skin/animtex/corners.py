@@ -11,6 +11,12 @@ An extra item sits at its vertex; its normal (and the normal of a split vertex's
 corner normal turned by its vertex's skinning transform, exactly as the vertex normals are
 (:func:`..core.skinning.skin`). Corner normals are read from the mesh (``Mesh.corner_normals``) at bake
 start, like the coordinates the engine gets.
+
+With tangents (the bake's *Tangents* option, for normal maps), each corner's MikkTSpace tangent of the
+mesh's UV map at rest (:func:`rest_tangents`) also tells corners apart, and every item's tangent is
+Blender's own MikkTSpace tangent of the mesh deformed to each frame (what Blender shades a normal map
+with), made perpendicular to the item's normal. (A bone bake's runtime cannot recompute them: it turns the
+mesh's rest tangents with each vertex's skin, as engines' GPU skinning does.)
 """
 
 from __future__ import annotations
@@ -23,10 +29,35 @@ import numpy as np
 from .. import bridge
 from ..core.animtex.split import CornerSplit, split_corners
 from ..core.skinning import SkinBinding, skin
+from ..core.small_linalg import unit
+from ..errors import HybridSkinError
 from ..rig.mesh_bind import PosedBind
 from .scene import MeshPart
 
-__all__ = ["CornerItems"]
+__all__ = ["CornerItems", "rest_tangents"]
+
+
+def rest_tangents(parts: Sequence[MeshPart], texel_uv: str) -> list[np.ndarray]:
+    """Each baked mesh's corner tangents and signs ``(C, 4)`` for its UV map (:func:`.bridge.tangent_uv_map`,
+    never the bake's own ``texel_uv``); one sentence when a mesh has no UV map or Blender cannot compute
+    tangents on it."""
+    out = []
+    for part in parts:
+        mesh = part.obj.data
+        uv_map = bridge.tangent_uv_map(mesh, skip=(texel_uv,))
+        if uv_map is None:
+            raise HybridSkinError(
+                f"Mesh '{part.obj.name}' has no UV map: tangents follow a UV map (add one, or bake without "
+                "Tangents)"
+            )
+        try:
+            out.append(bridge.corner_tangents(mesh, uv_map))
+        except RuntimeError as err:  # Blender's MikkTSpace takes triangles and quads only
+            raise HybridSkinError(
+                f"Blender cannot compute tangents on mesh '{part.obj.name}': it has faces of more than 4 "
+                "corners (triangulate them, or bake without Tangents)"
+            ) from err
+    return out
 
 
 @dataclass
@@ -42,11 +73,16 @@ class CornerItems:
     _bindings: dict[tuple[int, int], SkinBinding] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, parts: Sequence[MeshPart]) -> CornerItems:
+    def of(cls, parts: Sequence[MeshPart], tangents: Sequence[np.ndarray] | None = None) -> CornerItems:
+        """The items of ``parts``; with ``tangents`` (:func:`rest_tangents`) corners differing in tangent
+        stay apart too and every item has a rest tangent."""
         splits = [
-            split_corners(bridge.corner_vertices(p.obj.data), bridge.corner_normals(p.obj.data), p.normals)
-            for p in parts
-        ]
+            split_corners(
+                bridge.corner_vertices(p.obj.data), bridge.corner_normals(p.obj.data), p.normals,
+                corner_tangents=None if tangents is None else tangents[i],
+            )
+            for i, p in enumerate(parts)
+        ]  # fmt: skip
         total = sum(s.vertex_count for s in splits)
         extra_starts = list(total + np.cumsum([0] + [s.extra_count for s in splits[:-1]]))
         extras = [p.start + s.item_vertex[s.vertex_count :] for p, s in zip(parts, splits)]
@@ -136,3 +172,27 @@ class CornerItems:
         lengths = np.linalg.norm(summed, axis=1)
         faced = lengths > 0
         item_normals[items[faced]] = (summed[faced] / lengths[faced, None]).astype(np.float32)
+
+    def tangents(self, parts: Sequence[MeshPart], uv_maps: Sequence[str], positions: np.ndarray,
+                 normals: np.ndarray) -> np.ndarray:  # fmt: skip
+        """Every item's tangent and sign ``(N_total + E, 4)`` at one frame: Blender's own MikkTSpace
+        tangents (``Mesh.calc_tangents`` of ``uv_maps``) of each mesh deformed to this frame's vertex
+        ``positions`` (the items' positions, :meth:`frame`), each item's the mean of its corners', made
+        perpendicular to the item's ``normals`` and unit."""
+        own, extra = [], []
+        for i, (part, s) in enumerate(zip(parts, self.splits)):
+            count = s.vertex_count
+            start = self.starts[i]
+            moved = positions[start : start + count]
+            corners = bridge.deformed_corner_tangents(part.obj.data, moved, uv_maps[i])
+            sums = np.zeros((s.item_count, 3))
+            np.add.at(sums, s.corner_item, corners[:, :3])
+            sign = np.ones(s.item_count)
+            sign[s.corner_item] = np.where(corners[:, 3] < 0, -1.0, 1.0)
+            tangents = np.concatenate([sums, sign[:, None]], axis=1)
+            own.append(tangents[:count])
+            extra.append(tangents[count:])
+        out = np.concatenate(own + extra)
+        n = np.asarray(normals, dtype=np.float64)
+        t = out[:, :3] - np.einsum("ij,ij->i", out[:, :3], n)[:, None] * n
+        return np.concatenate([unit(t), out[:, 3:]], axis=1).astype(np.float32)

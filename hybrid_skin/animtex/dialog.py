@@ -204,6 +204,8 @@ def draw(op, context) -> None:
     _greyed(layout, op, "export_gltf", op.write_mesh_data, "needs Mesh Data")
     babylon = op.kind != "VERTEX" and op.export_gltf
     _greyed(layout, op, "export_babylon", babylon, "needs glTF" if op.kind != "VERTEX" else "bone kinds only")
+    layout.prop(op, "tangents")
+    _greyed(layout, op, "export_instancing", op.kind != "VERTEX", "bone kinds only")
     layout.prop(op, "memory_budget")
     box = layout.box().column(align=True)
     for text, icon in _dialog_estimate(op, context):

@@ -10,6 +10,7 @@ alone (their own coordinates and object transforms; no skin, modifiers, shape ke
 glTF attribute              what it is
 ==========================  ===========================================================================
 ``POSITION``, ``NORMAL``    the mesh's own coordinates and corner normals (the exporter splits vertices)
+``TANGENT``                 with the bake's Tangents option: the active UV map's tangents and signs
 ``TEXCOORD_n``              the UV map ``animtex_uv`` (VERTEX; ``n``: its place among the UV maps written)
 ``_ANIMTEX_INDEX``          VERTEX: the vertex's texture item (float)
 ``_ANIMTEX_CORNER_INDEX``   VERTEX: the item of the corner group of this exported vertex (hard edges)
@@ -189,10 +190,12 @@ def write_gltf(
     path: str,
     attribute_names: Sequence[str],
     bone_names: Sequence[str] | None = None,
+    tangents: bool = False,
 ) -> np.ndarray | None:
     """Write the baked meshes to ``path`` (``.glb``), atomically, with the bake's mesh attributes
     ``attribute_names`` under exporter-kept names (see the module's table); with ``bone_names`` (bone
-    kinds) also the palette as a glTF skin, and return the skinned nodes' world matrix (glTF space)."""
+    kinds) also the palette as a glTF skin, and return the skinned nodes' world matrix (glTF space);
+    ``tangents``: also each vertex's ``TANGENT`` (the active UV map's, as the bake's)."""
     check_names(parts, attribute_names)
     meshes = [p.obj.data for p in parts]
     temp = _temporary(path)
@@ -212,6 +215,7 @@ def write_gltf(
                 export_morph=False,
                 export_animations=False,
                 export_attributes=True,
+                export_tangents=tangents,
                 # Vertex colours only where a material uses them: by default the exporter also writes every
                 # colour attribute as COLOR_n (the bone kinds' indices and weights are FLOAT_COLOR), and
                 # loaders that see COLOR_0 tint the mesh with it (three's GLTFLoader turns vertexColors on).

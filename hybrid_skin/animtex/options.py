@@ -150,6 +150,21 @@ class BakeOptions:
         "--gltf)",
         cli="--babylon",
     )
+    export_instancing: bool = _option(
+        False, label="Instancing Mesh",
+        description="Bone kinds: also write <name>_instancing.glb, the meshes as a static mesh (no skin) "
+        "whose UV channels after their own carry each vertex's palette indices, weights and Auto rest data, "
+        "for engines' instanced static meshes (Unreal's AnimToTexture way, Unity's instancing)",
+        cli="--instancing",
+    )
+    tangents: bool = _option(
+        False, label="Tangents",
+        description="For normal maps: each vertex's tangent of the mesh's UV map (VERTEX: Blender's own "
+        "tangents of the deformed mesh in a third texel per vertex, 1.5 times the texture; bone kinds: the "
+        "glTF export's TANGENT, turned with the skin at runtime). Needs a UV map and faces of at most 4 "
+        "corners",
+        cli="--tangents",
+    )
     unkeyed_bones_at_rest: bool = _option(
         False, label="Unkeyed Bones at Rest",
         description="Bake bones an action does not key at their rest pose (default: as the scene poses "
@@ -327,6 +342,7 @@ class BakeResult:
     #: Files of this object's previous bake removed because this one has none of that name (they no
     #: longer matched): e.g. its ``.glb`` when this bake exports none.
     removed: list[str] = field(default_factory=list)
+    instancing_path: str = ""  # the instancing mesh (``BakeOptions.export_instancing``)
 
 
 def option_enum(cls, value):

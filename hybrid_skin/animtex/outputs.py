@@ -2,8 +2,9 @@
 a file it cannot prove is its own (issue 35).
 
 A bake's **set** is its image (``<stem>.png`` or ``<stem>.exr``), its JSON sidecar (``<stem>.json``) and,
-where asked, ``<stem>.glb`` and ``<stem>.babylon.json``. The sidecar is the commit point: it names the
-bake's ``source`` (the object, the .blend file, the kind) and lists the set in ``files``.
+where asked, ``<stem>.glb``, ``<stem>.babylon.json`` and ``<stem>_instancing.glb``. The sidecar is the
+commit point: it names the bake's ``source`` (the object, the .blend file, the kind) and lists the set in
+``files``.
 
 * **Before sampling** (:func:`plan_outputs`): every name fits the file system (its name limit; on Windows
   also the 260-character path), and every file already at one of the set's paths (either image
@@ -36,9 +37,9 @@ from ..rig import checks
 __all__ = ["ROLES", "OutputSet", "Source", "Transaction", "default_stem", "plan_outputs"]
 
 #: The set's files, in the order they are committed: the sidecar, which names the others, last.
-ROLES = ("image", "gltf", "babylon", "sidecar")
+ROLES = ("image", "gltf", "babylon", "instancing", "sidecar")
 #: Each role's ending after the stem (the image's is the precision's: ``.png`` or ``.exr``).
-ENDINGS = {"gltf": ".glb", "babylon": ".babylon.json", "sidecar": ".json"}
+ENDINGS = {"gltf": ".glb", "babylon": ".babylon.json", "instancing": "_instancing.glb", "sidecar": ".json"}
 IMAGE_ENDINGS = (".png", ".exr")
 #: The longest path Windows programs accept without long-path support.
 WINDOWS_MAX_PATH = 259
@@ -137,7 +138,7 @@ def _previous_set(meta: dict, stem: str) -> set[str]:
         named = {name for name in files.values() if isinstance(name, str)}
     else:
         image = meta.get("image")
-        named = {stem + ENDINGS["gltf"], stem + ENDINGS["babylon"]}
+        named = {stem + ENDINGS["gltf"], stem + ENDINGS["babylon"], stem + ENDINGS["instancing"]}
         named |= {image} if isinstance(image, str) else set()
     return named & _set_names(stem)
 
@@ -150,6 +151,7 @@ def plan_outputs(
     gltf: bool,
     babylon: bool,
     source: Source,
+    instancing: bool = False,
     own_sidecar: str | None = None,
     replace: bool = False,
 ) -> OutputSet:
@@ -157,7 +159,7 @@ def plan_outputs(
     sentence where a name is too long or a file at one of the paths it writes is not this source's (unless
     ``replace``). ``image_endings``: the image's possible endings (the tolerance search may pick PNG or EXR);
     ``own_sidecar``: the sidecar the bake's object says its last bake wrote (its summary)."""
-    wanted = {"image": True, "sidecar": True, "gltf": gltf, "babylon": babylon}
+    wanted = {"image": True, "sidecar": True, "gltf": gltf, "babylon": babylon, "instancing": instancing}
     roles = tuple(r for r in ROLES if wanted[r])
     _check_lengths(folder, stem, roles)
     outputs = OutputSet(folder, stem, roles)

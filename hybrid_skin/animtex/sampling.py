@@ -121,11 +121,14 @@ class Sampling:
         parts = (len(self.parts), 4, 4)
         if self.kind is Kind.VERTEX:
             items = (self.items.item_count, 3)
-            return {
+            fields = {
                 "positions": (items, np.float32),
                 "normals": (items, np.float32),
                 "world": (parts, np.float64),
             }
+            if self.options.tangents:  # Blender's tangents of the deformed meshes (normal maps)
+                fields["tangents"] = ((self.items.item_count, 4), np.float32)
+            return fields
         bones = len(self.bone_names)
         fields = {"matrices": ((bones, 4, 4), np.float64), "world": (parts, np.float64)}
         if self.auto_profile is not None:
@@ -164,6 +167,12 @@ class Sampling:
                     self._finite(ci, frame, sample.positions, sample.normals)
                     self._measure_gap(ci, frame, sample, factors)
                     stored.put(ci, j, positions=sample.positions, normals=sample.normals, world=sample.world)
+                    if self.options.tangents:
+                        with self._phase("sample"):
+                            tangents = self.items.tangents(
+                                self.parts, self.engine.tangent_uv_maps, sample.positions, sample.normals
+                            )
+                        stored.put(ci, j, tangents=tangents)
                 else:
                     bones = self._palette(depsgraph)
                     self._finite(ci, frame, *bones.values())

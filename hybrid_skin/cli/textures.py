@@ -134,6 +134,8 @@ def print_result(result) -> None:
         print(f"  {result.babylon_path}")
     for name in result.removed:
         print(f"  removed {name}: the previous bake's, which no longer matched")
+    if result.instancing_path:
+        print(f"  {result.instancing_path}")
     f = result.metadata["deform_factor"]
     number = "per vertex" if f["value"] is None else f"{f['value']:g}"
     where = "baked in" if f["baked"] else "at runtime"

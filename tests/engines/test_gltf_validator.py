@@ -5,8 +5,9 @@ The validator is the reference implementation (npm ``gltf-validator``, pinned in
 every rig in ``assets/`` (one clip each) and the test rigs built here (the tentacle and box of
 ``tests/animtex/tentacle.py``: mesh units half the scene's, a hard-edged box; the flat boxes and custom
 normals of ``tests/support/hard_edges.py``; the tentacle in factor mode Auto, whose bone kinds carry
-``_ANIMTEX_AUTO_REST``), each baked as every kind at every precision (the ``.glb`` depends on both: the
-texel UV map on the texture's size, the skin on the kind). Every file must report **0 errors and 0
+``_ANIMTEX_AUTO_REST``; CesiumMan with the Tangents option, whose exports carry ``TANGENT``), each baked as
+every kind at every precision (CesiumMan with tangents: each kind at PNG16; the ``.glb`` depends on both:
+the texel UV map on the texture's size, the skin on the kind). Every file must report **0 errors and 0
 warnings**. Infos and hints are allowed only as :data:`ALLOWED_INFOS` names them, one by one, with why.
 
 The same files are then loaded in headless Chromium by three.js's ``GLTFLoader`` (and drawn) and by
@@ -38,13 +39,21 @@ ASSETS = ("RobotExpressive.glb", "CesiumMan.gltf", "RiggedFigure.gltf")
 #: ``UNUSED_OBJECT`` (info) on a ``TEXCOORD_n``: a UV map no material samples. A VERTEX bake's texel UV
 #: map is read by the runtime's vertex shader, not by a material (shaders/FORMAT.md section 7), and
 #: Blender's exporter keeps a mesh's own UV maps (the test rigs', and CesiumMan's second) whether or not
-#: a material uses them. Nothing else is allowed, infos and hints included.
-ALLOWED_INFOS = {("UNUSED_OBJECT", "TEXCOORD")}
+#: a material uses them. ``UNUSED_MESH_TANGENT`` (info) on ``TANGENT``: the Tangents option exports them
+#: for the normal map an engine's material will use, whether or not the Blender material has one.
+#: Nothing else is allowed, infos and hints included.
+ALLOWED_INFOS = {("UNUSED_OBJECT", "TEXCOORD"), ("UNUSED_MESH_TANGENT", "TANGENT")}
 
 
 def _asset(assets: Path, name: str):
     arm, _ = import_gltf(assets / name)
     return arm, [armature_actions()[0].name], None
+
+
+#: Rigs baked with the Tangents option too (at one precision: tangents do not depend on it).
+WITH_TANGENTS = {"cesiumman_tangents": "CesiumMan.gltf"}
+#: Rigs whose bone bakes also write the instancing mesh (``<name>_instancing.glb``).
+WITH_INSTANCING = ("tentacle_auto", "cesiumman_tangents")
 
 
 def _tentacle(factor_mode: str | None = None):
@@ -63,6 +72,7 @@ def rigs(assets: Path) -> dict:
     out["tentacle"] = _tentacle
     out["hard_edges"] = _hard
     out["tentacle_auto"] = lambda: _tentacle("AUTO")
+    out.update({rig: (lambda n=name: _asset(assets, n)) for rig, name in WITH_TANGENTS.items()})
     return out
 
 
@@ -77,15 +87,20 @@ def exports(addon, assets, page_server) -> dict[str, Path]:
         reset_to_empty_scene()
         arm, actions, mode = build()
         kinds = KINDS[1:] if mode == "AUTO" else KINDS
+        tangents = rig in WITH_TANGENTS
+        instancing = rig in WITH_INSTANCING
         for kind in kinds:
-            for precision in PRECISIONS:
+            for precision in PRECISIONS[1:2] if tangents else PRECISIONS:
                 name = f"{rig}_{kind}_{precision}".lower()
                 opts = options.BakeOptions(
                     directory=str(page_server.data_dir / "gltf"), file_name=name, kind=kind,
                     precision=precision, frame_step=4.0, export_gltf=True, factor_mode=mode,
+                    tangents=tangents, export_instancing=instancing and kind != "VERTEX",
                 )  # fmt: skip
                 result = bake.bake(bpy.context, arm, opts, actions)
                 out[name] = Path(result.gltf_path)
+                if opts.export_instancing:  # the static mesh with the bone data in UV channels
+                    out[name + "_instancing"] = out[name].with_name(name + "_instancing.glb")
     reset_to_empty_scene()
     return out
 
@@ -109,7 +124,7 @@ def _allowed(message: dict) -> bool:
 def test_validator_reports_no_error_and_no_warning(exports):
     report = validate(list(exports.values()))
     assert report["version"] == "2.0.0-dev.3.10"  # the pinned validator ran
-    assert len(report["files"]) == len(exports) == 3 * 12 + 12 + 12 + 8
+    assert len(report["files"]) == len(exports) == 3 * 12 + 12 + 12 + (8 + 8) + (3 + 2)
     found = {}
     for entry in report["files"]:
         name = Path(entry["path"]).stem
@@ -117,7 +132,7 @@ def test_validator_reports_no_error_and_no_warning(exports):
         unexpected = [m for m in entry["messages"] if not _allowed(m)]
         assert not unexpected, (name, unexpected)
         for m in entry["messages"]:
-            found.setdefault(m["code"], set()).add(name.split("_")[-2])
+            found.setdefault(m["code"], set()).add(name.split("_")[-2 - name.endswith("_instancing")])
     print(f"validator {report['version']}: {len(exports)} files, 0 errors, 0 warnings; allowed: {found}")
 
 
@@ -131,11 +146,11 @@ def test_loaders_load_every_export_without_a_warning(exports, page_server):
             got = entry[loader]
             assert got["messages"] == [], (name, loader, got["messages"])
             assert got["meshes"] >= 1, (name, loader)
-            bones = "_bone_" in name
-            assert (got["skinned"] == got["meshes"]) if bones else got["skinned"] == 0, (name, loader, got)
+            skinned = "_bone_" in name and not name.endswith("_instancing")  # the instancing mesh is static
+            assert (got["skinned"] == got["meshes"]) if skinned else got["skinned"] == 0, (name, loader, got)
     meta = {}
     for name, path in exports.items():
-        if "_bone_" in name:
+        if "_bone_" in name and not name.endswith("_instancing"):
             meta[name] = len(json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))["bones"])
             for loader in ("three", "babylon"):
                 assert by_url[files[name]][loader]["bones"] == meta[name], (name, loader)

@@ -153,6 +153,8 @@ GODOT_EXAMPLE = ENGINES / "godot" / "hybrid_skin_crowd.gdshader"
 GODOT_BUILTINS = """
 vec3 VERTEX;
 vec3 NORMAL;
+vec3 TANGENT;
+vec3 BINORMAL;
 vec2 UV2;
 vec4 CUSTOM0;
 vec4 CUSTOM1;
@@ -275,11 +277,11 @@ def b64(a: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(a, dtype="<f4").tobytes()).decode("ascii")
 
 
-def cross_compile(path: Path, call: str, label: str, folder: Path) -> str:
-    """HLSL -> SPIR-V (glslang) -> GLSL ES 3.00 (spirv-cross)."""
+def cross_compile(path: Path, call: str, label: str, folder: Path, main: str = HLSL_MAIN) -> str:
+    """HLSL -> SPIR-V (glslang) -> GLSL ES 3.00 (spirv-cross); ``main``: the harness, ``CALL`` its call."""
     stub = UNITY_STUB if "Unity" in call else ""
     harness = folder / f"{path.stem}_{label}.hlsl"
-    harness.write_text(f'{stub}#include "{path.name}"\n' + HLSL_MAIN.replace("CALL", call), encoding="utf-8")
+    harness.write_text(f'{stub}#include "{path.name}"\n' + main.replace("CALL", call), encoding="utf-8")
     spv = harness.with_suffix(".spv")
     for args in (
         [

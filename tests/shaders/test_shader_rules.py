@@ -107,9 +107,9 @@ def test_the_old_crowd_bone_shader_fails_the_check():
     assert old != current
     lines = [line for line, _message in _violations(old)]
     expected = [n for n, text in enumerate(old.splitlines(), start=1) if "float deform_factor," in text]
-    # five functions take the factor: animtex_skin_rows(_crossfade), animtex_bone_skin(_crossfade) and
-    # animtex_bone_skin_crossfade_auto
-    assert len(expected) == 5 and set(expected) <= set(lines), (expected, _violations(old))
+    # six functions take the factor: animtex_skin_rows(_crossfade), animtex_bone_skin(_crossfade) and
+    # animtex_bone_skin_crossfade_auto(_tangent)
+    assert len(expected) == 6 and set(expected) <= set(lines), (expected, _violations(old))
     assert all("push constant" in message for line, message in _violations(old) if line in expected)
     assert _violations(current) == []
 

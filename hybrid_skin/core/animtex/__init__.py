@@ -32,6 +32,7 @@ from .metadata import (
     loads,
     texture_from_metadata,
 )
+from .pose_bounds import ClipBounds, pose_bounds
 from .quantize import Precision, error_bound
 from .report import (
     EncodingChoice,
@@ -42,7 +43,7 @@ from .report import (
     mid_samples,
     pick_encoding,
 )
-from .root_motion import root_motion_matrices, root_motion_track
+from .root_motion import root_motion_at, root_motion_matrices, root_motion_track
 from .texture import AnimationTexture
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "TEXELS_PER_ITEM",
     "AnimationTexture",
     "AutoBake",
+    "ClipBounds",
     "BoneFrames",
     "Clip",
     "EncodingChoice",
@@ -76,7 +78,9 @@ __all__ = [
     "mid_samples",
     "pick_encoding",
     "plan_layout",
+    "pose_bounds",
     "read_embedded",
+    "root_motion_at",
     "root_motion_matrices",
     "root_motion_track",
     "skin_with_bone_frames",

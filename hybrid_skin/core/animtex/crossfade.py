@@ -27,7 +27,13 @@ import numpy as np
 
 from ..dualquat import quaternion_from_matrix, quaternion_multiply, quaternion_to_matrix
 from ..small_linalg import unit
-from .decode import BoneFrames, decode_bone_frames, decode_vertex_frames
+from .decode import (
+    BoneFrames,
+    decode_bone_frames,
+    decode_values,
+    decode_vertex_frames,
+    finish_tangents,
+)
 from .encode import AnimationTexture
 from .layout import Kind
 
@@ -35,6 +41,7 @@ __all__ = [
     "blend_bone_frames",
     "crossfade_bone_frames",
     "crossfade_vertex_frames",
+    "crossfade_vertex_tangents",
 ]
 
 
@@ -72,6 +79,27 @@ def crossfade_vertex_frames(
     positions = pa + wk * (pb - pa)  # float32, in the shaders' order of operations
     normals = unit(na + wk * (nb - na))
     return _select(w, pa, pb, positions), _select(w, na, nb, normals)
+
+
+def crossfade_vertex_tangents(
+    texture: AnimationTexture,
+    rest_positions: np.ndarray,
+    clip_a: int | str,
+    samples_a: np.ndarray | float,
+    clip_b: int | str,
+    samples_b: np.ndarray | float,
+    weight: np.ndarray | float,
+) -> np.ndarray:
+    """Tangents and signs ``(S, N, 4)`` of a ``VERTEX`` texture that stores them, cross-faded as
+    ``animtex_vertex_tangent_crossfade`` does: each side's interpolated tangent values lerped by the weight,
+    then made perpendicular to the cross-faded normal (:func:`crossfade_vertex_frames`) and unit."""
+    va = decode_values(texture, clip_a, samples_a)[..., 2, :]
+    vb = decode_values(texture, clip_b, samples_b)[..., 2, :]
+    w = _weights(weight, va.shape[0]).reshape(-1, 1, 1)
+    mixed = np.where(w <= 0, va, np.where(w >= 1, vb, va + w * (vb - va)))
+    faded = crossfade_vertex_frames(texture, rest_positions, clip_a, samples_a, clip_b, samples_b, weight)
+    normals = faded[1]
+    return finish_tangents(mixed, normals)
 
 
 def _matrix_bones(matrices: np.ndarray, pivots: np.ndarray) -> BoneFrames:

@@ -31,15 +31,19 @@ __all__ = [
     "BoneFrames",
     "UNIT_SCALE_TOLERANCE",
     "bone_frame_palette",
+    "bone_tangents",
     "clip_index",
     "decode_bone_frames",
     "decode_values",
     "decode_vertex_frames",
+    "decode_vertex_tangents",
+    "finish_tangents",
     "frame_values",
     "lerp_values",
     "read_item_texels",
     "skin_with_bone_frames",
     "stream_vertex_frames",
+    "tangents_from_values",
     "vertex_from_values",
 ]
 
@@ -136,6 +140,36 @@ def vertex_from_values(values: np.ndarray, rest_positions: np.ndarray) -> tuple[
     for c in range(3):  # per component, as in per_vector: the slots interleave in values
         np.add(rest[..., c], offsets[..., c], out=positions[..., c])
     return positions, unit(values[..., 1, :3])
+
+
+def finish_tangents(values: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """Decoded (interpolated) tangent values ``(..., N, 4)`` and the decoded ``normals`` → ``(..., N, 4)``
+    float32: the tangent made perpendicular to the normal and unit (zero stays zero), and the bitangent sign
+    ``±1`` (``bitangent = sign · cross(normal, tangent)``), as ``animtex_tangent_finish``."""
+    t = values[..., :3].astype(np.float32)
+    n = np.asarray(normals, dtype=np.float32)
+    t = t - np.sum(t * n, axis=-1, keepdims=True) * n
+    sign = np.where(values[..., 3:4] < 0, np.float32(-1), np.float32(1))
+    return np.concatenate([unit(t), sign], axis=-1).astype(np.float32)
+
+
+def tangents_from_values(values: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """:func:`finish_tangents` of the tangent slot of ``VERTEX`` texel values ``(..., N, 3, 4)``."""
+    return finish_tangents(values[..., 2, :], normals)
+
+
+def decode_vertex_tangents(
+    texture: AnimationTexture,
+    clip: int | str,
+    samples: np.ndarray | float,
+    channels: np.ndarray | None = None,
+) -> np.ndarray:
+    """``VERTEX`` texture with tangents (``texels_per_item`` 3) → ``(S, N, 4)`` tangents and signs at
+    fractional ``samples`` (:func:`tangents_from_values` of the interpolated values)."""
+    if texture.kind is not Kind.VERTEX or texture.layout.texels_per_item != 3:
+        raise ValueError("decode_vertex_tangents needs a VERTEX texture that stores tangents")
+    values = _interpolated(texture, clip_index(texture, clip), samples, channels, 4)
+    return tangents_from_values(values, unit(values[..., 1, :3]))
 
 
 def decode_vertex_frames(
@@ -253,6 +287,56 @@ def decode_bone_frames(
     )
 
 
+def _hybrid_rows(
+    frames: BoneFrames, p: np.ndarray, bone_indices: np.ndarray, weights: np.ndarray, deform_factor
+) -> np.ndarray:
+    """Each sample's and vertex's hybrid matrix rows ``(S, N, 3, 4)`` (:func:`skin_with_bone_frames`)."""
+    idx = np.asarray(bone_indices, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.float64)
+    mats = frames.matrices.astype(np.float64)[:, idx, :3, :]  # (S, N, K, 3, 4)
+    real = frames.real.astype(np.float64)[:, idx]  # (S, N, K, 4)
+    offset = (frames.scales.astype(np.float64)[:, idx, None] - 1.0) * (p[:, None] - frames.pivots[idx])
+    zeros = np.zeros(offset.shape[:-1] + (1,))
+    dual = frames.dual.astype(np.float64)[:, idx] + 0.5 * quaternion_multiply(
+        real, np.concatenate([zeros, offset], -1)
+    )
+    linear = np.einsum("nk,snkij->snij", w, mats)
+    real_sum = w[None, :, 0, None] * real[:, :, 0]
+    dual_sum = w[None, :, 0, None] * dual[:, :, 0]
+    for k in range(1, idx.shape[1]):
+        wk = np.where(np.einsum("snc,snc->sn", real_sum, real[:, :, k]) < 0, -w[None, :, k], w[None, :, k])
+        real_sum += wk[..., None] * real[:, :, k]
+        dual_sum += wk[..., None] * dual[:, :, k]
+    f = np.asarray(deform_factor, dtype=np.float64)
+    if f.ndim:  # per vertex (N,) or per sample and vertex (S, N): Auto
+        f = np.broadcast_to(f, linear.shape[:2])[..., None, None]
+    m = (1.0 - f) * linear + f * dual_quaternion_to_matrix(real_sum, dual_sum)[..., :3, :]
+    return m
+
+
+def bone_tangents(
+    frames: BoneFrames,
+    positions: np.ndarray,
+    bone_indices: np.ndarray,
+    weights: np.ndarray,
+    deform_factor: float,
+    normals: np.ndarray,
+    tangents: np.ndarray,
+) -> np.ndarray:
+    """Rest ``tangents`` ``(N, 4)`` (xyz and bitangent sign) turned as ``shaders/animtex_bone.glsl``'s
+    ``animtex_apply_tangent`` turns them: ``M t`` with the hybrid matrix of :func:`skin_with_bone_frames`,
+    made perpendicular to that function's skinned normal and unit, the sign kept; ``(S, N, 4)`` float32."""
+    p = np.asarray(positions, dtype=np.float64)
+    m = _hybrid_rows(frames, p, bone_indices, weights, deform_factor)
+    _, skinned = skin_with_bone_frames(frames, positions, bone_indices, weights, deform_factor, normals)
+    t = np.asarray(tangents, dtype=np.float64)
+    turned = np.einsum("snij,nj->sni", m[..., :3], t[:, :3])
+    n = skinned.astype(np.float64)
+    turned -= np.sum(turned * n, -1, keepdims=True) * n
+    sign = np.broadcast_to(np.where(t[:, 3:] < 0, -1.0, 1.0), turned.shape[:-1] + (1,))
+    return np.concatenate([unit(turned), sign], -1).astype(np.float32)
+
+
 def skin_with_bone_frames(
     frames: BoneFrames,
     positions: np.ndarray,
@@ -278,26 +362,7 @@ def skin_with_bone_frames(
     Returns ``(S, N, 3)`` float32 positions and normals (``None`` without ``normals``).
     """
     p = np.asarray(positions, dtype=np.float64)
-    idx = np.asarray(bone_indices, dtype=np.int64)
-    w = np.asarray(weights, dtype=np.float64)
-    mats = frames.matrices.astype(np.float64)[:, idx, :3, :]  # (S, N, K, 3, 4)
-    real = frames.real.astype(np.float64)[:, idx]  # (S, N, K, 4)
-    offset = (frames.scales.astype(np.float64)[:, idx, None] - 1.0) * (p[:, None] - frames.pivots[idx])
-    zeros = np.zeros(offset.shape[:-1] + (1,))
-    dual = frames.dual.astype(np.float64)[:, idx] + 0.5 * quaternion_multiply(
-        real, np.concatenate([zeros, offset], -1)
-    )
-    linear = np.einsum("nk,snkij->snij", w, mats)
-    real_sum = w[None, :, 0, None] * real[:, :, 0]
-    dual_sum = w[None, :, 0, None] * dual[:, :, 0]
-    for k in range(1, idx.shape[1]):
-        wk = np.where(np.einsum("snc,snc->sn", real_sum, real[:, :, k]) < 0, -w[None, :, k], w[None, :, k])
-        real_sum += wk[..., None] * real[:, :, k]
-        dual_sum += wk[..., None] * dual[:, :, k]
-    f = np.asarray(deform_factor, dtype=np.float64)
-    if f.ndim:  # per vertex (N,) or per sample and vertex (S, N): Auto
-        f = np.broadcast_to(f, linear.shape[:2])[..., None, None]
-    m = (1.0 - f) * linear + f * dual_quaternion_to_matrix(real_sum, dual_sum)[..., :3, :]
+    m = _hybrid_rows(frames, p, bone_indices, weights, deform_factor)
     out_p = np.einsum("snij,nj->sni", m[..., :3], p) + m[..., 3]
     if normals is None:
         return out_p.astype(np.float32), None

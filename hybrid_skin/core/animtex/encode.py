@@ -149,7 +149,9 @@ def _assemble(
     whatever the value (see :func:`.quantize.encode_channels`), so nobody needs to compute them.
     """
     precision = Precision(precision)
-    t = TEXELS_PER_ITEM[kind]
+    t = lo.shape[1]  # one texel per slot: TEXELS_PER_ITEM[kind], or 3 for a VERTEX texture with tangents
+    if t < TEXELS_PER_ITEM[kind]:
+        raise ValueError(f"{kind.value} needs {TEXELS_PER_ITEM[kind]} slots, got {t}")
     bones = item_count if kind is not Kind.VERTEX else 0
     n_floats = embedded_float_count(len(clips), bones, auto=auto is not None)
     layout = plan_layout(
@@ -229,11 +231,14 @@ def encode_vertex_animation(
     power_of_two: bool = False,
     embed_metadata: bool = True,
     deform_factor: float | None = None,
+    tangents: Sequence[np.ndarray] | None = None,
 ) -> AnimationTexture:
     """Vertex animation texture from rest ``(N, 3)`` and per clip skinned ``(F, N, 3)`` positions/normals.
 
     Offsets from the rest pose share one AABB (Johansson 2021, §3.4), which is what PNG quantises within.
     Normals are renormalised before storage (the decoders renormalise after interpolation anyway).
+    ``tangents`` (per clip ``(F, N, 4)``: unit tangent and bitangent sign, for normal maps) add a third
+    texel per item, decoded with the normal's terms (both hold unit vectors and signs in [-1, 1]).
     """
     rest = np.asarray(rest_positions, dtype=np.float64)
     n = rest.shape[0]
@@ -244,6 +249,11 @@ def encode_vertex_animation(
     for arr in (*positions, *normals):
         if arr.shape[1:] != (n, 3):
             raise ValueError(f"expected (F, {n}, 3) arrays for {n} rest vertices, got {arr.shape}")
+    if tangents is not None:
+        tangents = [np.asarray(t) for t in tangents]
+        _check_clips(clips, tangents, "tangents")
+        if any(t.shape[1:] != (n, 4) for t in tangents):
+            raise ValueError(f"expected (F, {n}, 4) tangents (tangent and sign) for {n} rest vertices")
     lo = np.full(3, np.inf)
     hi = np.full(3, -np.inf)
     for p in positions:
@@ -257,15 +267,24 @@ def encode_vertex_animation(
         """Offsets and unit normals ``(k, N, 3)``; alpha is constant (filled in by :func:`_assemble`)."""
         frames = _band_frames(clips[ci])[bands]
         offsets = np.subtract(positions[ci][frames], rest, dtype=np.float64)
-        return [offsets, unit(normals[ci][frames].astype(np.float64))]  # zero normals stay zero
+        out = [offsets, unit(normals[ci][frames].astype(np.float64))]  # zero normals stay zero
+        if tangents is not None:
+            t = tangents[ci][frames].astype(np.float64)
+            sign = np.where(t[..., 3:] < 0, -1.0, 1.0)
+            out.append(np.concatenate([unit(t[..., :3]), sign], axis=-1))
+        return out
 
-    range_lo = np.array([[*lo, 1.0], [-1.0, -1.0, -1.0, 1.0]])[None]
-    range_hi = np.array([[*hi, 1.0], [1.0, 1.0, 1.0, 1.0]])[None]
-    symmetric = np.array([[False] * 4, [True, True, True, False]])[None]
+    range_lo = [[*lo, 1.0], [-1.0, -1.0, -1.0, 1.0]]
+    range_hi = [[*hi, 1.0], [1.0, 1.0, 1.0, 1.0]]
+    symmetric = [[False] * 4, [True, True, True, False]]
+    if tangents is not None:  # the normal's term for all four channels: unit vector components and ±1
+        range_lo.append([-1.0] * 4)
+        range_hi.append([1.0] * 4)
+        symmetric.append([True] * 4)
     return _assemble(
-        Kind.VERTEX, precision, clips, n, values, range_lo, range_hi, symmetric,
-        max_width=max_width, power_of_two=power_of_two, embed_metadata=embed_metadata,
-        deform_factor=deform_factor,
+        Kind.VERTEX, precision, clips, n, values, np.array(range_lo)[None], np.array(range_hi)[None],
+        np.array(symmetric)[None], max_width=max_width, power_of_two=power_of_two,
+        embed_metadata=embed_metadata, deform_factor=deform_factor,
     )  # fmt: skip
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "add_palette_skin",
     "node_world_matrices",
     "read_glb",
+    "set_texcoords",
     "skinned_placement",
     "write_glb",
 ]
@@ -210,6 +211,43 @@ def skinned_placement(doc: dict[str, Any]) -> np.ndarray | None:
     joint0 = worlds[skins[0]["joints"][0]]
     skinned = [i for i, n in enumerate(doc.get("nodes", [])) if n.get("skin") == doc["skins"].index(skins[0])]
     return joint0 @ worlds[skinned[0]] if skinned else joint0
+
+
+def set_texcoords(data: bytes, channels: dict[str, tuple[int, np.ndarray]], vertex_attribute: str) -> bytes:
+    """The glTF binary ``data`` with, for each node named in ``channels`` (``(first, values)``: ``values``
+    ``(N, 2 k)`` float32 per source vertex), ``TEXCOORD_{first + j}`` of its mesh's primitives overwritten in
+    place by ``(values[v, 2 j], values[v, 2 j + 1])`` for each exported vertex ``v`` (its source vertex is
+    the primitive's ``vertex_attribute``). The values go in as they are: no v flip. ``ValueError`` when a
+    channel is missing or not float ``VEC2``."""
+    doc, binary = read_glb(data)
+    nodes = doc.get("nodes", [])
+    for node in nodes:
+        if node.get("name") not in channels or "mesh" not in node:
+            continue
+        first, values = channels[node["name"]]
+        values = np.asarray(values, dtype=np.float32)
+        for primitive in doc["meshes"][node["mesh"]].get("primitives", []):
+            attributes = primitive.get("attributes", {})
+            vertex = np.rint(accessor(doc, binary, attributes[vertex_attribute])[:, 0]).astype(np.int64)
+            for j in range(values.shape[1] // 2):
+                name = f"TEXCOORD_{first + j}"
+                if name not in attributes:
+                    raise ValueError(f"mesh '{node['name']}' has no {name}")
+                acc = doc["accessors"][attributes[name]]
+                if (acc["componentType"], acc["type"]) != (5126, "VEC2"):
+                    raise ValueError(f"{name} of mesh '{node['name']}' is not float VEC2")
+                view = doc["bufferViews"][acc["bufferView"]]
+                start = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+                stride = view.get("byteStride", 8)
+                pairs = np.ascontiguousarray(values[vertex, 2 * j : 2 * j + 2])
+                if stride == 8:  # tightly packed, as Blender's exporter writes them
+                    binary[start : start + 8 * len(pairs)] = pairs.tobytes()
+                else:
+                    for i, pair in enumerate(pairs):
+                        binary[start + i * stride : start + i * stride + 8] = pair.tobytes()
+                if "min" in acc:
+                    acc["min"], acc["max"] = pairs.min(0).tolist(), pairs.max(0).tolist()
+    return write_glb(doc, binary)
 
 
 def add_palette_skin(data: bytes, bone_names: Sequence[str]) -> tuple[bytes, list[int]]:

@@ -11,13 +11,15 @@ ignore: a clip's ``root_motion`` (:mod:`.root_motion`); ``pose``, ``units``, ``i
 ``deform_factor.mode``/``source``, ``error_report.deform_factor``, ``by_deform_factor`` and
 ``any_deform_factor_max``; ``error_report.oracle_gap``; ``options``; ``auto`` (a bone texture that
 carries Auto, :mod:`.auto`), ``mesh_attributes.auto_rest`` and ``error_report.auto``; ``source`` and
-``files`` (what the bake is of, and its set of files). The specification
+``files`` (what the bake is of, and its set of files); ``pose_bounds`` and each clip's ``pose_bounds``
+(culling boxes, :mod:`.pose_bounds`), ``tangents`` and ``instancing``. The specification
 a decoder is written from is ``shaders/FORMAT.md``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ import numpy as np
 from ..autofactor import RoundShape
 from .auto import AUTO_CHANNELS, TextureAuto
 from .layout import GUARD_FRAMES, Clip, Kind, TextureLayout
+from .pose_bounds import ClipBounds
 from .quantize import Precision, error_bound, stored_from_channels
 from .texture import AnimationTexture
 
@@ -80,6 +83,26 @@ _SLOTS = {
     Kind.BONE_MATRIX: [(f"row{r}", [f"a{r}0", f"a{r}1", f"a{r}2", f"u{r}"]) for r in range(3)],
     Kind.BONE_DQ: [("rotation", ["w", "x", "y", "z"]), ("pivot_position_scale", ["ux", "uy", "uz", "s"])],
 }
+
+#: The third texel of a VERTEX texture that stores tangents (decoded with the normal's terms).
+TANGENT_SLOT = ("tangent", ["x", "y", "z", "sign"])
+
+
+#: The ``tangents`` block's rule (shaders/FORMAT.md sections 5 and 7).
+TANGENT_RULE = (
+    "MikkTSpace tangent (xyz) and bitangent sign (w; bitangent = w cross(normal, tangent)) of each mesh's "
+    "UV map at rest, turned by each vertex's hybrid matrix M (t' = M t, made perpendicular to the normal and "
+    "unit): VERTEX stores the turned ones (slot tangent), bone kinds turn the mesh's own (glTF TANGENT) at "
+    "runtime"
+)
+
+
+def _slots(texture: AnimationTexture) -> list[tuple[str, list[str]]]:
+    slots = list(_SLOTS[texture.kind])
+    if texture.kind is Kind.VERTEX and texture.layout.texels_per_item == 3:
+        slots.append(TANGENT_SLOT)
+    return slots
+
 
 _CHANNEL_RULE = {
     Precision.PNG8: "stored / 255",
@@ -137,6 +160,55 @@ def _auto_dict(texture: AnimationTexture) -> dict[str, Any]:
 def _nested(a: np.ndarray) -> list:
     """float32 array → nested lists of floats; float32 → float64 → JSON → float32 is exact."""
     return np.asarray(a, dtype=np.float64).tolist()
+
+
+#: The top-level ``pose_bounds`` block's descriptions (shaders/FORMAT.md section 10).
+POSE_BOUNDS_SPACE = (
+    "each mesh's own object space, mesh units (the space of the decoded positions, before the object's "
+    "transform); per mesh in the order of meshes"
+)
+POSE_BOUNDS_ENCLOSE = (
+    "every position playback decodes: at every runtime deform factor in [0, 1] and Auto, at and between "
+    "stored frames; clips[].pose_bounds.frames[f] from stored frame f to f + 1 (the last: to the guard "
+    "band), clips[].pose_bounds.min/max the whole clip; a cross-fade: the union of both clips' boxes"
+)
+
+
+#: Significant decimal digits of the per-frame boxes (rounded outward: a box a few 1e-4 of the clip's extent
+#: larger, in a sidecar a third the size of float32's shortest decimals).
+FRAME_BOX_DIGITS = 4
+
+
+def _float32_values(a: np.ndarray) -> list:
+    """Nested lists of the shortest decimals that read back as the float32 values of ``a``."""
+    shortest = np.vectorize(lambda v: float(str(v)), otypes=[object])
+    return shortest(np.asarray(a, dtype=np.float32)).tolist()
+
+
+def _outward_decimals(lo: np.ndarray, hi: np.ndarray, extent: np.ndarray) -> tuple[list, list]:
+    """``lo``/``hi`` ``(F, M, 3)`` rounded outward to a decimal grid of :data:`FRAME_BOX_DIGITS` digits of
+    each mesh's ``extent`` ``(M,)``, then widened by one float32 step so the float32 of each decimal still
+    encloses."""
+    exponent = np.floor(np.log10(np.maximum(extent, 1e-30))) - (FRAME_BOX_DIGITS - 1)
+    step = (10.0**exponent)[None, :, None]
+    down = np.floor(np.nextafter(lo.astype(np.float64), -np.inf) / step) * step
+    up = np.ceil(np.nextafter(hi.astype(np.float64), np.inf) / step) * step
+    digits = np.maximum(0, -exponent).astype(int)
+    text = lambda a: [[[round(float(v), int(d)) for v in vec] for vec, d in zip(mesh, digits)] for mesh in a]  # noqa: E731
+    return text(np.minimum(down, lo)), text(np.maximum(up, hi))
+
+
+def _pose_bounds_dicts(bounds: Sequence[ClipBounds]) -> list[dict[str, Any]]:
+    out = []
+    for b in bounds:
+        extent = np.max(b.clip_hi.astype(np.float64) - b.clip_lo, axis=1)
+        frames_lo, frames_hi = _outward_decimals(b.lo, b.hi, extent)
+        out.append({
+            "min": _float32_values(b.clip_lo),
+            "max": _float32_values(b.clip_hi),
+            "frames": {"min": frames_lo, "max": frames_hi},
+        })  # fmt: skip
+    return out
 
 
 def _layout_dict(lay: TextureLayout) -> dict[str, Any]:
@@ -212,8 +284,15 @@ def build_metadata(
     options: Mapping[str, Any] | None = None,
     source: Mapping[str, str] | None = None,
     files: Mapping[str, str | None] | None = None,
+    pose_bounds: tuple[Sequence[str], Sequence[ClipBounds]] | None = None,
+    tangent_uv_maps: Sequence[str] | None = None,
+    instancing: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The sidecar dict for ``texture``; ``image`` is the texture's file name, if already known.
+    ``pose_bounds``: the baked meshes' names (the texture's order) and each clip's culling boxes
+    (:func:`.pose_bounds.pose_bounds`), kept as ``pose_bounds`` and ``clips[].pose_bounds``.
+    ``tangent_uv_maps``: with tangents (normal maps), each baked mesh's UV map they follow (``tangents``).
+    ``instancing``: the instancing mesh's file and UV channel layout (bone kinds), kept as ``instancing``.
     ``options``: what the bake was asked for (the add-on's ``BakeOptions.record()``), kept as the
     optional ``options`` block (additive in format version 1).
 
@@ -262,7 +341,7 @@ def build_metadata(
             "mesh_to_scene_scale": None if mesh_to_scene_scale is None else float(mesh_to_scene_scale),
         },
         "layout": _layout_dict(texture.layout),
-        "slots": [{"name": n, "channels": c} for n, c in _SLOTS[kind]],
+        "slots": [{"name": n, "channels": c} for n, c in _slots(texture)],
         "decode": {
             "rule": "value = offset + scale * channel",
             "channel": _CHANNEL_RULE[texture.precision],
@@ -305,12 +384,43 @@ def build_metadata(
         meta["source"] = dict(source)
     if files is not None:
         meta["files"] = dict(files)
+    if tangent_uv_maps is not None:
+        stored = kind is Kind.VERTEX
+        if stored and texture.layout.texels_per_item != 3:
+            raise ValueError("tangents: a VERTEX texture stores them in a third texel per item")
+        meta["tangents"] = {
+            "uv_maps": [str(n) for n in tangent_uv_maps],
+            "stored": "texture" if stored else "mesh",
+            "rule": TANGENT_RULE,
+        }
+    if instancing is not None:
+        if kind is Kind.VERTEX:
+            raise ValueError("an instancing mesh carries bone indices and weights: bone kinds only")
+        meta["instancing"] = dict(instancing)
+    if pose_bounds is not None:
+        names, bounds = pose_bounds
+        if len(bounds) != len(texture.clips) or any(b.lo.shape[1] != len(names) for b in bounds):
+            raise ValueError(f"pose bounds of {len(bounds)} clips, {len(names)} meshes: not this texture's")
+        meta["pose_bounds"] = {
+            "meshes": [str(n) for n in names],
+            "space": POSE_BOUNDS_SPACE,
+            "encloses": POSE_BOUNDS_ENCLOSE,
+        }
+        for entry, clip_bounds in zip(meta["clips"], _pose_bounds_dicts(bounds)):
+            entry["pose_bounds"] = clip_bounds
     return meta
 
 
+#: A JSON array of numbers only (what :func:`dumps` puts on one line).
+_NUMBER_LIST = re.compile(r"\[(?:\s*-?[0-9][0-9.eE+-]*\s*,)*\s*-?[0-9][0-9.eE+-]*\s*\]")
+
+
 def dumps(meta: Mapping[str, Any]) -> str:
-    """Strict JSON text (no NaN/Infinity, which many JSON parsers reject)."""
-    return json.dumps(meta, indent=1, allow_nan=False)
+    """Strict JSON text (no NaN/Infinity, which many JSON parsers reject), indented, with each array of
+    numbers on one line (a vector, a box corner: the line breaks only those arrays lose are between
+    numbers; strings hold no line breaks, so none changes)."""
+    text = json.dumps(meta, indent=1, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda m: re.sub(r"\s*\n\s*", "", m.group(0)), text)
 
 
 def loads(text: str) -> dict[str, Any]:

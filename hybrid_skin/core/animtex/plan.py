@@ -102,14 +102,17 @@ def plan_texture(
     power_of_two: bool = False,
     embed_metadata: bool = True,
     auto: bool = False,
+    tangents: bool = False,
 ) -> TexturePlan:
     """The :class:`TexturePlan` of a texture of ``item_count`` items (VERTEX: vertices and corner groups;
-    bone kinds: palette entries) for meshes of ``vertex_count`` vertices in all, ``part_count`` meshes."""
+    bone kinds: palette entries) for meshes of ``vertex_count`` vertices in all, ``part_count`` meshes;
+    ``tangents``: a VERTEX texture that stores tangents (a third texel per item, 16 more bytes kept)."""
     kind, precision = Kind(kind), Precision(precision)
     bones = item_count if kind is not Kind.VERTEX else 0
+    stores_tangents = tangents and kind is Kind.VERTEX
     layout = plan_layout(
         item_count,
-        TEXELS_PER_ITEM[kind],
+        TEXELS_PER_ITEM[kind] + stores_tangents,
         [c.frame_count for c in clips],
         max_width=max_width,
         power_of_two=power_of_two,
@@ -118,7 +121,7 @@ def plan_texture(
         auto=auto,
     )
     stored = sum(c.frame_count for c in clips)
-    kept = stored * (item_count * KEPT_BYTES[kind] + part_count * WORLD_BYTES)
+    kept = stored * (item_count * (KEPT_BYTES[kind] + 16 * stores_tangents) + part_count * WORLD_BYTES)
     encode = stored * bones * BONE_ENCODE_BYTES
     per_sample = item_count if kind is Kind.VERTEX else vertex_count + bones
     working = CHUNK_BYTES + SAMPLE_BYTES * per_sample

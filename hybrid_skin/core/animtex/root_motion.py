@@ -24,7 +24,13 @@ import numpy as np
 from ..dualquat import quaternion_from_matrix, quaternion_to_matrix
 from .encode import continuous_quaternions
 
-__all__ = ["ROOT_MOTION_RULE", "ROOT_MOTION_TOLERANCE", "root_motion_matrices", "root_motion_track"]
+__all__ = [
+    "ROOT_MOTION_RULE",
+    "ROOT_MOTION_TOLERANCE",
+    "root_motion_at",
+    "root_motion_matrices",
+    "root_motion_track",
+]
 
 #: A world matrix counts as constant over a clip when no entry moves by more than this times the
 #: largest entry of the first sample's matrix (at least 1): Blender stores object matrices as float32.
@@ -108,4 +114,43 @@ def root_motion_matrices(track: dict[str, Any]) -> np.ndarray:
     out = np.tile(np.eye(4), (len(t), 1, 1))
     out[:, :3, :3] = rot * s[:, None, :]
     out[:, :3, 3] = t
+    return out
+
+
+def _compose(translation: np.ndarray, rotation: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    out = np.tile(np.eye(4), (len(translation), 1, 1))
+    out[:, :3, :3] = quaternion_to_matrix(rotation) * scale[:, None, :]
+    out[:, :3, 3] = translation
+    return out
+
+
+def root_motion_at(track: dict[str, Any], frame_count: int, loop: bool, samples: np.ndarray) -> np.ndarray:
+    """``(S, 4, 4)`` root motion ``M`` at fractional clip ``samples`` (``seconds * sample_rate``), as a
+    runtime plays it (shaders/FORMAT.md section 6, "Root motion playback"): translation and scale lerped,
+    rotation nlerped between the stored samples around ``s``; a clip that does not loop holds its ends; a
+    loop wraps with period ``frame_count``, its last interval ending at ``cycle``, and adds ``cycle`` once
+    per wrap: ``M(s) = cycle^n @ M(s - n F)``, ``n = floor(s / F)`` (negative before the clip's start)."""
+    s = np.atleast_1d(np.asarray(samples, dtype=np.float64))
+    t = np.asarray(track["translation"], dtype=np.float64)
+    r = np.asarray(track["rotation"], dtype=np.float64)
+    sc = np.asarray(track["scale"], dtype=np.float64)
+    if loop:
+        cycle = track["cycle"]
+        t, r, sc = (np.concatenate([a, np.asarray(cycle[k], np.float64)[None]]) for a, k in
+                    ((t, "translation"), (r, "rotation"), (sc, "scale")))  # fmt: skip
+        cycles = np.floor(s / frame_count)
+        s = s - cycles * frame_count
+    else:
+        cycles = np.zeros_like(s)
+        s = np.clip(s, 0.0, frame_count - 1)
+    f0 = np.minimum(np.floor(s).astype(np.int64), frame_count - 1)
+    f1 = f0 + 1 if loop else np.minimum(f0 + 1, frame_count - 1)
+    alpha = (s - f0)[:, None]
+    q = r[f0] + alpha * (r[f1] - r[f0])
+    out = _compose(t[f0] + alpha * (t[f1] - t[f0]), q / np.linalg.norm(q, axis=1, keepdims=True),
+                   sc[f0] + alpha * (sc[f1] - sc[f0]))  # fmt: skip
+    if loop:
+        step = _compose(t[-1:], r[-1:], sc[-1:])[0]
+        for k, n in enumerate(cycles.astype(np.int64)):
+            out[k] = np.linalg.matrix_power(step, int(n)) @ out[k]
     return out

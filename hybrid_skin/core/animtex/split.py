@@ -13,6 +13,11 @@ exporter makes) and numbers the groups as texture items:
 An extra item's position is its vertex's position; its normal, per frame, is its rest corner normal
 turned by its vertex's skinning transform (:func:`.skinning.skin` with the vertex's influences), as
 the vertex normals are. A smooth mesh has no extra items.
+
+With corner *tangents* (a bake that stores tangents for normal maps: MikkTSpace tangents and bitangent
+signs of a UV map, Blender's ``Mesh.calc_tangents``), corners of one vertex also stay apart where their
+tangents differ by more than the angle or their signs differ (UV seams, mirrored UVs): each item then has
+one rest tangent, as engines split vertices by tangent too.
 """
 
 from __future__ import annotations
@@ -39,12 +44,15 @@ class CornerSplit:
     item_normals: ``(N + E, 3)`` float32 unit rest normal of every item: its corner group's normal
         (the mean of its corners' normals, renormalised) at split vertices, the vertex normal elsewhere.
     split_vertices: ``(S,)`` int32 vertices with more than one corner group.
+    item_tangents: ``(N + E, 4)`` float32 rest tangent (unit, orthogonal to the item's normal) and
+        bitangent sign of every item, when corner tangents were given; else ``None``.
     """
 
     corner_item: np.ndarray
     item_vertex: np.ndarray
     item_normals: np.ndarray
     split_vertices: np.ndarray
+    item_tangents: np.ndarray | None = None
 
     @property
     def item_count(self) -> int:
@@ -72,12 +80,14 @@ def split_corners(
     corner_normals: np.ndarray,
     vertex_normals: np.ndarray,
     angle_deg: float = SPLIT_ANGLE_DEG,
+    corner_tangents: np.ndarray | None = None,
 ) -> CornerSplit:
     """Group each vertex's corners by normal (within ``angle_deg``, transitively) into texture items.
 
     ``corner_vertex`` ``(C,)``: the vertex of every face corner; ``corner_normals`` ``(C, 3)``: their
     normals (Blender's ``Mesh.corner_normals``); ``vertex_normals`` ``(N, 3)``: the vertex normals, kept
     for vertices whose corners all agree (so a smooth mesh's items are exactly its vertices).
+    ``corner_tangents`` ``(C, 4)``: tangent and bitangent sign of every corner, to group by as well.
     """
     cv = np.asarray(corner_vertex, dtype=np.int64)
     cn = unit(np.asarray(corner_normals, dtype=np.float64))
@@ -102,6 +112,13 @@ def split_corners(
     a = np.concatenate(a_list) if a_list else np.zeros(0, np.int64)
     b = np.concatenate(b_list) if b_list else np.zeros(0, np.int64)
     close = np.einsum("ij,ij->i", cn[a], cn[b]) >= np.cos(np.radians(angle_deg))
+    if corner_tangents is not None:
+        ct = np.asarray(corner_tangents, dtype=np.float64)
+        if ct.shape != (c, 4):
+            raise ValueError(f"corner tangents {ct.shape} do not match {c} corners")
+        direction = unit(ct[:, :3])
+        close &= np.einsum("ij,ij->i", direction[a], direction[b]) >= np.cos(np.radians(angle_deg))
+        close &= np.sign(ct[a, 3]) == np.sign(ct[b, 3])
     a, b = a[close], b[close]
     # Connected components: every corner takes the smallest corner index it is linked to.
     label = np.arange(c)
@@ -135,4 +152,13 @@ def split_corners(
     whole = np.ones(n, dtype=bool)
     whole[split] = False
     item_normals[:n][whole] = vn[whole]
-    return CornerSplit(corner_item, item_vertex, item_normals, split)
+    tangents = None
+    if corner_tangents is not None:
+        sums = np.zeros((n + len(extra_roots), 3))
+        np.add.at(sums, corner_item, direction)
+        normal = item_normals.astype(np.float64)
+        sums -= np.einsum("ij,ij->i", sums, normal)[:, None] * normal  # perpendicular to the normal
+        sign = np.ones(len(sums))
+        sign[corner_item] = np.where(ct[:, 3] < 0, -1.0, 1.0)  # one sign per item: its corners agree
+        tangents = np.concatenate([unit(sums), sign[:, None]], axis=1).astype(np.float32)
+    return CornerSplit(corner_item, item_vertex, item_normals, split, tangents)

@@ -18,10 +18,12 @@
  *   scene.add(crowd);  ...  crowd.update(clock.getElapsedTime());      // every frame
  *
  * This file is the runtime's one entry point; the code lives beside it: animtex_bake.js (loading),
- * animtex_material.js (the GLSL chunk and material patch), animtex_crowd.js (the crowd).
+ * animtex_material.js (the GLSL chunk and material patch), animtex_crowd.js (the crowd), animtex_motion.js
+ * (per instance on the CPU: root motion, culling boxes).
  * Needs three (tested with the version pinned in tests/engines/package.json) and, for EXR bakes,
  * three/addons/loaders/EXRLoader.js; an import map or bundler resolves 'three' and 'three/addons/'.
  */
 export { AnimtexBake, AnimtexError, decodePng, loadAnimtexBake } from './animtex_bake.js';
 export { animtexVertexChunk, patchMaterial } from './animtex_material.js';
 export { AnimtexCrowd, animtexParts } from './animtex_crowd.js';
+export { RootMotionTrack, characterBounds, clipInterval, clipSample } from './animtex_motion.js';

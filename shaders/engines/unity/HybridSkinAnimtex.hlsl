@@ -25,6 +25,7 @@
 
 /* Float indices in the embedded block's header (metadata.embedded_floats). */
 static const int ANIMTEX_KIND = 1;
+static const int ANIMTEX_TEXELS_PER_ITEM = 3;
 static const int ANIMTEX_ITEMS_PER_ROW = 5;
 static const int ANIMTEX_ROWS_PER_FRAME = 6;
 static const int ANIMTEX_CLIP_COUNT = 7;
@@ -43,6 +44,7 @@ struct AnimtexClip
 
 struct AnimtexVertexInfo
 {
+  int texels_per_item; /* 2, or 3 where the texture stores tangents */
   int items_per_row;
   int rows_per_frame;
   float3 position_offset;
@@ -145,6 +147,7 @@ int2 animtex_item_texel(int item, int texels_per_item, int items_per_row)
 AnimtexVertexInfo animtex_vertex_info(Texture2D<float4> tex)
 {
   AnimtexVertexInfo info;
+  info.texels_per_item = animtex_read_int(tex, ANIMTEX_TEXELS_PER_ITEM);
   info.items_per_row = animtex_read_int(tex, ANIMTEX_ITEMS_PER_ROW);
   info.rows_per_frame = animtex_read_int(tex, ANIMTEX_ROWS_PER_FRAME);
   int g = animtex_read_int(tex, ANIMTEX_GLOBALS_START);
@@ -164,7 +167,7 @@ void animtex_vertex_sample(Texture2D<float4> tex, AnimtexVertexInfo info, Animte
   int row0, row1;
   float alpha;
   animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
-  int2 t = animtex_item_texel(vertex_index, 2, info.items_per_row);
+  int2 t = animtex_item_texel(vertex_index, info.texels_per_item, info.items_per_row);
   float3 p0 = info.position_offset + info.position_scale * animtex_texel(tex, int2(t.x, row0 + t.y)).xyz;
   float3 p1 = info.position_offset + info.position_scale * animtex_texel(tex, int2(t.x, row1 + t.y)).xyz;
   float3 n0 = info.normal_offset + info.normal_scale * animtex_texel(tex, int2(t.x + 1, row0 + t.y)).xyz;
@@ -207,6 +210,63 @@ void animtex_vertex_crossfade(Texture2D<float4> tex, AnimtexVertexInfo info, Ani
   float3 n = na + weight * (nb - na);
   float len = length(n);
   normal = len > 0.0 ? n / len : float3(0.0, 0.0, 0.0);
+}
+
+/* A decoded, interpolated tangent (xyz) and bitangent sign (w) -> perpendicular to `normal`, unit, sign +-1. */
+float4 animtex_tangent_finish(float4 v, float3 normal)
+{
+  float3 t = v.xyz - dot(v.xyz, normal) * normal;
+  float len = length(t);
+  return float4(len > 0.0 ? t / len : float3(0.0, 0.0, 0.0), v.w < 0.0 ? -1.0 : 1.0);
+}
+
+/* The tangent texel (slot 2, textures with 3 texels per item) at `clip_sample`, decoded and interpolated. */
+float4 animtex_vertex_tangent_value(Texture2D<float4> tex, AnimtexVertexInfo info, AnimtexClip clip,
+                                    int vertex_index, float clip_sample)
+{
+  int row0, row1;
+  float alpha;
+  animtex_frame_rows(clip, info.rows_per_frame, clip_sample, row0, row1, alpha);
+  int2 t = animtex_item_texel(vertex_index, info.texels_per_item, info.items_per_row);
+  float4 a = info.normal_offset + info.normal_scale * animtex_texel(tex, int2(t.x + 2, row0 + t.y));
+  float4 b = info.normal_offset + info.normal_scale * animtex_texel(tex, int2(t.x + 2, row1 + t.y));
+  return a + alpha * (b - a);
+}
+
+/* Tangent and bitangent sign cross-faded like the normal, perpendicular to `normal` (the cross-faded normal);
+ * `rest_tangent` where the texture stores no tangents. */
+float4 animtex_vertex_tangent_crossfade(Texture2D<float4> tex, AnimtexVertexInfo info, AnimtexClip clip_a,
+                                        float sample_a, AnimtexClip clip_b, float sample_b, float weight,
+                                        int vertex_index, float3 normal, float4 rest_tangent)
+{
+  if (info.texels_per_item < 3) {
+    return rest_tangent;
+  }
+  float4 ta = animtex_vertex_tangent_value(tex, info, clip_a, vertex_index, sample_a);
+  if (weight > 0.0) {
+    float4 tb = animtex_vertex_tangent_value(tex, info, clip_b, vertex_index, sample_b);
+    ta = weight >= 1.0 ? tb : ta + weight * (tb - ta);
+  }
+  return animtex_tangent_finish(ta, normal);
+}
+
+/* ---------------------------------------------------------------------------------- instancing mesh */
+/* A vertex's palette indices and weights from the instancing mesh's four data UV channels (the sidecar's
+ * instancing: the channels after the mesh's own UV maps, two values a channel), as the engine gives them.
+ * flipped_v: the importer turned v to 1 - v, as Unity's and Unreal's glTF importers do (undone here, within
+ * float32 rounding of 1 - v; indices stay exact). */
+void animtex_instancing_influences(float2 c0, float2 c1, float2 c2, float2 c3, bool flipped_v, out int4 bones,
+                                   out float4 weights)
+{
+  float4 v = flipped_v ? 1.0 - float4(c0.y, c1.y, c2.y, c3.y) : float4(c0.y, c1.y, c2.y, c3.y);
+  bones = int4(float4(c0.x, v.x, c1.x, v.y) + 0.5);
+  weights = float4(c2.x, v.z, c3.x, v.w);
+}
+
+/* A vertex's Auto rest data from the instancing mesh's two Auto channels (bakes that carry Auto). */
+float4 animtex_instancing_auto_rest(float2 c4, float2 c5, bool flipped_v)
+{
+  return flipped_v ? float4(c4.x, 1.0 - c4.y, c5.x, 1.0 - c5.y) : float4(c4.x, c4.y, c5.x, c5.y);
 }
 
 /* ------------------------------------------------------------------------------------ bone kinds */
@@ -676,6 +736,24 @@ float animtex_auto_factor(Texture2D<float4> tex, AnimtexBoneInfo info, AnimtexAu
   return hs_round_finish(sums, rest_data, auto_info.shape);
 }
 
+/* The factor a vertex plays: deform_factor in [0, 1] as given; negative asks for Auto (the vertex's own factor
+ * from rest_data where the texture carries Auto, else the texture's default factor, 0.5 where it has none). */
+float animtex_runtime_factor(Texture2D<float4> tex, AnimtexBoneInfo info, int a0, int a1, float a_alpha, int b0,
+                             int b1, float b_alpha, float weight, int4 bones, float4 weights, float4 rest_data,
+                             float deform_factor)
+{
+  if (deform_factor >= 0.0) {
+    return deform_factor;
+  }
+  AnimtexAutoInfo auto_info = animtex_auto_info(tex, info);
+  if (auto_info.table > 0) {
+    return animtex_auto_factor(tex, info, auto_info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bones, weights,
+                               rest_data);
+  }
+  float given = animtex_default_deform_factor(tex);
+  return given >= 0.0 && given <= 1.0 ? given : 0.5;
+}
+
 /* animtex_bone_skin_crossfade with Auto: deform_factor in [0, 1] as there; negative asks for Auto (each
  * vertex's own factor from rest_data where the texture carries Auto, else the texture's default factor). */
 void animtex_bone_skin_crossfade_auto(Texture2D<float4> tex, AnimtexBoneInfo info, AnimtexClip clip_a,
@@ -687,22 +765,39 @@ void animtex_bone_skin_crossfade_auto(Texture2D<float4> tex, AnimtexBoneInfo inf
   float a_alpha, b_alpha;
   animtex_frame_rows(clip_a, info.rows_per_frame, sample_a, a0, a1, a_alpha);
   animtex_frame_rows(clip_b, info.rows_per_frame, sample_b, b0, b1, b_alpha);
-  float f = deform_factor;
-  if (f < 0.0) {
-    AnimtexAutoInfo auto_info = animtex_auto_info(tex, info);
-    if (auto_info.table > 0) {
-      f = animtex_auto_factor(tex, info, auto_info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bones, weights,
-                              rest_data);
-    }
-    else {
-      float given = animtex_default_deform_factor(tex);
-      f = given >= 0.0 && given <= 1.0 ? given : 0.5;
-    }
-  }
+  float f = animtex_runtime_factor(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bones, weights, rest_data,
+                                   deform_factor);
   float4 m0, m1, m2;
   animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bones, weights, f, p, m0,
                               m1, m2);
   animtex_apply_rows(m0, m1, m2, p, n, position, normal);
+}
+
+/* A rest tangent (xyz) and bitangent sign (w) through the hybrid matrix rows: M t, made perpendicular to the
+ * skinned `normal` and unit, the sign kept (normal maps). */
+float4 animtex_apply_tangent(float4 m0, float4 m1, float4 m2, float4 t, float3 normal)
+{
+  return animtex_tangent_finish(float4(dot(m0.xyz, t.xyz), dot(m1.xyz, t.xyz), dot(m2.xyz, t.xyz), t.w), normal);
+}
+
+/* animtex_bone_skin_crossfade_auto with the rest tangent and sign `t` turned too (normal maps). */
+void animtex_bone_skin_crossfade_auto_tangent(Texture2D<float4> tex, AnimtexBoneInfo info, AnimtexClip clip_a,
+                                              float sample_a, AnimtexClip clip_b, float sample_b, float weight,
+                                              int4 bones, float4 weights, float4 rest_data, float deform_factor,
+                                              float3 p, float3 n, float4 t, out float3 position,
+                                              out float3 normal, out float4 tangent)
+{
+  int a0, a1, b0, b1;
+  float a_alpha, b_alpha;
+  animtex_frame_rows(clip_a, info.rows_per_frame, sample_a, a0, a1, a_alpha);
+  animtex_frame_rows(clip_b, info.rows_per_frame, sample_b, b0, b1, b_alpha);
+  float f = animtex_runtime_factor(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bones, weights, rest_data,
+                                   deform_factor);
+  float4 m0, m1, m2;
+  animtex_skin_rows_crossfade(tex, info, a0, a1, a_alpha, b0, b1, b_alpha, weight, bones, weights, f, p, m0,
+                              m1, m2);
+  animtex_apply_rows(m0, m1, m2, p, n, position, normal);
+  tangent = animtex_apply_tangent(m0, m1, m2, t, normal);
 }
 
 #endif /* HYBRID_SKIN_ANIMTEX_HLSL */
@@ -719,7 +814,7 @@ void HybridSkinAnimtexVertex_float(UnityTexture2D Animtex, float2 TexelUV, float
   AnimtexVertexInfo info = animtex_vertex_info(Animtex.tex);
   AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
   AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
-  int item = animtex_item_from_uv(Animtex.tex, TexelUV, 2, info.items_per_row);
+  int item = animtex_item_from_uv(Animtex.tex, TexelUV, info.texels_per_item, info.items_per_row);
   animtex_vertex_crossfade(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
                            animtex_sample_at_time(b, TimeB), Weight, item, RestPosition, Position, Normal);
 }
@@ -751,4 +846,59 @@ void HybridSkinAnimtexBonesAuto_float(UnityTexture2D Animtex, float4 BoneIndices
                                    animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5),
                                    BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal, Position,
                                    Normal);
+}
+
+/* Instancing mesh (the bake's Instancing Mesh option: a static mesh, no skin): the bone data from its data
+ * UV channels, UV_A ... UV_F = the channels after the mesh's own UV maps (the sidecar's
+ * instancing.first_uv_channel; UV_E, UV_F: Auto rest data, zeros without Auto), as Unity imports them
+ * (v flipped: undone here). DeformFactor < 0 plays Auto where the bake carries it. */
+void HybridSkinAnimtexBonesInstancing_float(UnityTexture2D Animtex, float2 UV_A, float2 UV_B, float2 UV_C,
+                                            float2 UV_D, float2 UV_E, float2 UV_F, float3 RestPosition,
+                                            float3 RestNormal, float ClipA, float TimeA, float ClipB,
+                                            float TimeB, float Weight, float DeformFactor,
+                                            out float3 Position, out float3 Normal)
+{
+  int4 bones;
+  float4 weights;
+  animtex_instancing_influences(UV_A, UV_B, UV_C, UV_D, true, bones, weights);
+  float4 auto_rest = animtex_instancing_auto_rest(UV_E, UV_F, true);
+  AnimtexBoneInfo info = animtex_bone_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  animtex_bone_skin_crossfade_auto(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                   animtex_sample_at_time(b, TimeB), Weight, bones, weights, auto_rest,
+                                   DeformFactor, RestPosition, RestNormal, Position, Normal);
+}
+
+/* Normal maps: the same with the mesh's tangent, RestTangent (object space, bitangent sign in w) -> Tangent
+ * (xyz, sign in w). VERTEX bakes that store tangents (their sidecar's tangents.stored = texture) decode
+ * them; bone bakes turn RestTangent with the skin; a VERTEX bake without tangents gives RestTangent back. */
+void HybridSkinAnimtexVertexTangent_float(UnityTexture2D Animtex, float2 TexelUV, float3 RestPosition,
+                                          float4 RestTangent, float ClipA, float TimeA, float ClipB,
+                                          float TimeB, float Weight, out float3 Position, out float3 Normal,
+                                          out float4 Tangent)
+{
+  AnimtexVertexInfo info = animtex_vertex_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  int item = animtex_item_from_uv(Animtex.tex, TexelUV, info.texels_per_item, info.items_per_row);
+  float sa = animtex_sample_at_time(a, TimeA), sb = animtex_sample_at_time(b, TimeB);
+  animtex_vertex_crossfade(Animtex.tex, info, a, sa, b, sb, Weight, item, RestPosition, Position, Normal);
+  Tangent = animtex_vertex_tangent_crossfade(Animtex.tex, info, a, sa, b, sb, Weight, item, Normal,
+                                             RestTangent);
+}
+
+void HybridSkinAnimtexBonesTangent_float(UnityTexture2D Animtex, float4 BoneIndices, float4 BoneWeights,
+                                         float4 AutoRest, float3 RestPosition, float3 RestNormal,
+                                         float4 RestTangent, float ClipA, float TimeA, float ClipB,
+                                         float TimeB, float Weight, float DeformFactor, out float3 Position,
+                                         out float3 Normal, out float4 Tangent)
+{
+  AnimtexBoneInfo info = animtex_bone_info(Animtex.tex);
+  AnimtexClip a = animtex_clip(Animtex.tex, int(ClipA + 0.5));
+  AnimtexClip b = animtex_clip(Animtex.tex, int(ClipB + 0.5));
+  animtex_bone_skin_crossfade_auto_tangent(Animtex.tex, info, a, animtex_sample_at_time(a, TimeA), b,
+                                           animtex_sample_at_time(b, TimeB), Weight, int4(BoneIndices + 0.5),
+                                           BoneWeights, AutoRest, DeformFactor, RestPosition, RestNormal,
+                                           RestTangent, Position, Normal, Tangent);
 }

@@ -185,3 +185,31 @@ def test_a_loop_gets_its_whole_cycle() -> None:
     assert root_motion_track(still) is None
     jump = root_motion_track(still, cycle_end=world[24])
     assert jump is not None and not np.any(jump["translation"]) and jump["cycle"]["translation"][0] > 2.3
+
+
+def test_playback_between_samples_and_over_many_cycles() -> None:
+    """``root_motion_at``: at stored samples the track's matrices; halfway, the spec's lerp (translation,
+    scale) and nlerp (rotation) of the two around it; a walk that repeats one step ``D`` per frame
+    (``W_f = W_0 D^f``, a turning walk) ``n`` cycles on, and before its start, is ``D^s`` itself; a clip
+    that does not loop holds its ends."""
+    from hybrid_skin.core.animtex import root_motion_at
+    from hybrid_skin.core.dualquat import quaternion_from_matrix
+
+    step = translation(np.array([[0.1, 0.02, 0.0]]))[0] @ rotation_z(np.array([0.01]))[0]
+    world = lambda f: base_matrix() @ np.linalg.matrix_power(step, int(f))  # noqa: E731
+    frames = np.arange(24, dtype=np.float64)
+    track = root_motion_track(np.stack([world(f) for f in frames]), cycle_end=world(24))
+    stored = root_motion_matrices(track)
+    np.testing.assert_allclose(root_motion_at(track, 24, True, frames), stored, atol=0)
+    for s in (24, 50, 24 * 7 + 3, -5, -24):
+        np.testing.assert_allclose(root_motion_at(track, 24, True, [s])[0], np.linalg.matrix_power(step, s),
+                                   atol=1e-4)  # fmt: skip
+    half = root_motion_at(track, 24, True, frames[:-1] + 0.5)
+    np.testing.assert_allclose(half[:, :3, 3], 0.5 * (stored[:-1, :3, 3] + stored[1:, :3, 3]), atol=1e-12)
+    q = np.asarray(track["rotation"])
+    mid = q[:-1] + q[1:]
+    mid /= np.linalg.norm(mid, axis=1)[:, None]
+    np.testing.assert_allclose(quaternion_from_matrix(half[:, :3, :3]), mid, atol=1e-9)
+    held = root_motion_track(np.stack([world(f) for f in frames]))
+    got = root_motion_at(held, 24, False, np.array([-3.0, 30.0, 23.0]))
+    np.testing.assert_allclose(got, root_motion_matrices(held)[[0, 23, 23]], atol=1e-12)

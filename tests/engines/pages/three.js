@@ -8,6 +8,8 @@
 //   and material as the file gives them), drawn as a crowd under an ambient and a directional light to an
 //   RGBA8 target; then each part alone (its coverage), then all again with every material's vertexColors
 //   forced off (what the picture must equal when no vertex colour reaches the crowd).
+// job.mode "culling": a crowd culled by a camera (AnimtexCrowd's culling by the baked boxes): the instances
+//   drawn, every instance's box, matrices and decoded vertices (tests/engines/test_three_culling.py).
 // job.mode "screenshot": the crowd drawn with MeshStandardMaterial (the patched material users get) to a
 //   PNG, then only the hero instance again with a transparent background: its coverage mask, and the
 //   camera's view-projection matrix, so pytest can project Blender's truth and compare silhouettes.
@@ -30,7 +32,7 @@ function play(crowd, instances) {
   });
 }
 
-function readbackMaterial(crowd, vertices, width, height, output) {
+function readbackMaterial(crowd, vertices, width, height, output, tangents = false) {
   return new THREE.ShaderMaterial({
     uniforms: {
       ...crowd.uniforms,
@@ -43,10 +45,12 @@ uniform vec2 readbackSize;
 uniform int readbackOutput;
 uniform int readbackVertices;
 flat out vec4 readbackValue;
+${tangents ? 'attribute vec4 animtexRestTangent;' : ''}
 void main() {
   vec3 p, n;
-  animtex_decode(position, normal, p, n);
-  readbackValue = vec4(readbackOutput == 1 ? n : p, 1.0);
+  vec4 t = vec4(0.0, 0.0, 0.0, 1.0);
+  ${tangents ? 'animtex_decode_tangent(position, normal, animtexRestTangent, p, n, t);' : 'animtex_decode(position, normal, p, n);'}
+  readbackValue = readbackOutput == 2 ? vec4(t.xyz, t.w) : vec4(readbackOutput == 1 ? n : p, 1.0);
   int id = gl_InstanceID * readbackVertices + gl_VertexID;
   int w = int(readbackSize.x);
   gl_Position = vec4((vec2(float(id % w), float(id / w)) + 0.5) / readbackSize * 2.0 - 1.0, 0.0, 1.0);
@@ -64,13 +68,16 @@ function readbackPart(renderer, crowd, mesh) {
   const geometry = new THREE.InstancedBufferGeometry(); // no index: every vertex once, gl_VertexID = its number
   for (const [name, attribute] of Object.entries(mesh.geometry.attributes)) geometry.setAttribute(name, attribute);
   geometry.instanceCount = crowd.count;
+  const tangents = !!mesh.geometry.getAttribute('tangent');
+  if (tangents) geometry.setAttribute('animtexRestTangent', mesh.geometry.getAttribute('tangent'));
   const target = new THREE.WebGLRenderTarget(width, height, {
     type: THREE.FloatType, format: THREE.RGBAFormat, minFilter: THREE.NearestFilter, magFilter: THREE.NearestFilter, depthBuffer: false,
   });
   const camera = new THREE.Camera();
   const out = {};
-  for (const [output, key] of [[0, 'positions'], [1, 'normals']]) {
-    const points = new THREE.Points(geometry, readbackMaterial(crowd, vertices, width, height, output));
+  const outputs = [[0, 'positions'], [1, 'normals'], ...(tangents ? [[2, 'tangents']] : [])];
+  for (const [output, key] of outputs) {
+    const points = new THREE.Points(geometry, readbackMaterial(crowd, vertices, width, height, output, tangents));
     points.frustumCulled = false;
     const scene = new THREE.Scene();
     scene.add(points);
@@ -83,7 +90,8 @@ function readbackPart(renderer, crowd, mesh) {
     renderer.setRenderTarget(null);
     const values = pixels.subarray(0, total * 4);
     for (let i = 0; i < total; i++) {
-      if (values[4 * i + 3] !== 1) throw new Error(`vertex ${i % vertices} of instance ${Math.floor(i / vertices)} was not drawn`);
+      const drawn = output === 2 ? Math.abs(values[4 * i + 3]) === 1 : values[4 * i + 3] === 1; // a tangent's w: its sign
+      if (!drawn) throw new Error(`vertex ${i % vertices} of instance ${Math.floor(i / vertices)} was not drawn`);
     }
     out[key] = b64(values);
     points.material.dispose();
@@ -92,7 +100,7 @@ function readbackPart(renderer, crowd, mesh) {
   const attr = (name) => mesh.geometry.getAttribute(name);
   const attributes = {};
   for (const [name, a] of Object.entries(mesh.geometry.attributes)) {
-    if (name.startsWith('_animtex_') || name === 'normal') attributes[name] = b64(new Float32Array(a.array));
+    if (name.startsWith('_animtex_') || name === 'normal' || name === 'tangent') attributes[name] = b64(new Float32Array(a.array));
   }
   return {
     attributes,
@@ -104,16 +112,25 @@ function readbackPart(renderer, crowd, mesh) {
   };
 }
 
+/** Each instance's matrix now and each part's matrix (row-major 4x4 as three's toArray: column-major). */
+function placements(crowd) {
+  return {
+    instance_matrices: Array.from({ length: crowd.count }, (_, i) => crowd.instanceMatrix(i).toArray()),
+    part_matrices: crowd.parts.map((mesh) => mesh.userData.partMatrix.toArray()),
+  };
+}
+
 async function readback(job) {
   const renderer = new THREE.WebGLRenderer({ antialias: false });
   const results = [];
   for (const spec of job.characters) {
     const { bake, parts } = await character(spec);
-    const crowd = new AnimtexCrowd(bake, parts, spec.instances.length, { itemFromUv: spec.itemFromUv ?? null, yUp: !!spec.yUp });
+    const crowd = new AnimtexCrowd(bake, parts, spec.instances.length,
+      { itemFromUv: spec.itemFromUv ?? null, yUp: !!spec.yUp, rootMotion: !!spec.rootMotion });
     play(crowd, spec.instances);
     crowd.update(spec.time);
     crowd.parts.forEach((mesh, k) => { mesh.name = parts[k].name; });
-    results.push({ id: spec.id, parts: crowd.parts.map((mesh) => readbackPart(renderer, crowd, mesh)) });
+    results.push({ id: spec.id, parts: crowd.parts.map((mesh) => readbackPart(renderer, crowd, mesh)), ...placements(crowd) });
     crowd.dispose();
     bake.texture.dispose();
   }
@@ -171,6 +188,33 @@ async function screenshot(job) {
   for (let i = 0; i < mask.length; i++) mask[i] = pixels[4 * i + 3] > 0 ? 1 : 0;
   const viewProjection = new THREE.Matrix4().multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse);
   return { png, mask: b64(mask), view_projection: viewProjection.toArray() };
+}
+
+/** A crowd culled by a camera: which instances update(time, camera) drew, each instance's culling box, and
+ * (from the same crowd updated without a camera: every instance drawn) every vertex of every instance. */
+async function culling(job) {
+  const renderer = new THREE.WebGLRenderer({ antialias: false });
+  const { bake, parts } = await character(job);
+  const crowd = new AnimtexCrowd(bake, parts, job.instances.length, { yUp: true, culling: true, rootMotion: !!job.rootMotion });
+  crowd.parts.forEach((mesh, k) => { mesh.name = parts[k].name; });
+  play(crowd, job.instances);
+  const camera = new THREE.PerspectiveCamera(job.fov, job.aspect, job.near, job.far);
+  camera.position.set(...job.camera);
+  camera.lookAt(...job.target);
+  crowd.update(job.time, camera);
+  const drawn = Array.from(crowd.drawn.subarray(0, crowd.visible));
+  const counts = crowd.parts.map((mesh) => mesh.count);
+  const boxes = Array.from({ length: crowd.count }, (_, i) => {
+    const box = crowd.instanceBox(i);
+    return [...box.min.toArray(), ...box.max.toArray()];
+  });
+  crowd.update(job.time); // no camera: every instance, in its own slot
+  camera.updateMatrixWorld();
+  const viewProjection = new THREE.Matrix4().multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse);
+  return {
+    drawn, counts, boxes, view_projection: viewProjection.toArray(), ...placements(crowd),
+    parts: crowd.parts.map((mesh) => readbackPart(renderer, crowd, mesh)),
+  };
 }
 
 /** Each bad input gives one AnimtexError sentence: the messages, in the job's order. */
@@ -245,5 +289,5 @@ async function colours(job) {
   };
 }
 
-const MODES = { readback, screenshot, errors, colours };
+const MODES = { readback, screenshot, errors, colours, culling };
 run((job) => MODES[job.mode](job));
