@@ -452,7 +452,7 @@ class TextureBake(Sampling, Factors):
             mesh_to_scene_scale=self._mesh_to_scene_scale(stored),
             options=self.options.record(),
             source=Source(self.target.name, bpy.data.filepath, self.kind.value).record(),
-            files={role: names.get(role) for role in ("image", "sidecar", "gltf", "babylon", "instancing")},
+            files={r: names.get(r) for r in dict.fromkeys(("image", "sidecar", "gltf", "babylon", *names))},
             **engine_blocks,
         )
 

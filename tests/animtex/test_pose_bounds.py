@@ -10,38 +10,16 @@ error the sidecar claims (``any_deform_factor_max``, converted to mesh units).
 
 from __future__ import annotations
 
-from importlib import import_module
-
 import bpy
 import numpy as np
 import pytest
 
 from tests.animtex.tentacle import tentacle_scene
-from tests.support.animtex import bake, coordinates, load_bake, mesh_attribute
+from tests.support.animtex import bake, decode, load_bake
 from tests.support.assets import play
 from tests.support.scenes import native_positions
 
 SUBSAMPLES = 8
-
-
-def decoded(core, meta, texture, meshes, clip: int, samples: np.ndarray, factor: float) -> list[np.ndarray]:
-    """Each mesh's local positions ``(S, N, 3)`` as playback decodes them at ``samples``."""
-    if meta["kind"] == "VERTEX":
-        name = meta["mesh_attributes"]["texel_index"]
-        index = [mesh_attribute(o, name, 1, "value", np.int32) for o in meshes]
-        rest = np.zeros((meta["layout"]["item_count"], 3), np.float32)
-        for obj, idx in zip(meshes, index):
-            rest[idx] = coordinates(obj)
-        items, _ = core.decode_vertex_frames(texture, rest, clip, samples)
-        return [items[:, idx] for idx in index]
-    skin = import_module(core.__name__ + ".decode").skin_with_bone_frames
-    frames = core.decode_bone_frames(texture, clip, samples)
-    out = []
-    for obj in meshes:
-        idx = mesh_attribute(obj, meta["mesh_attributes"]["bone_indices"], 4, "color").astype(np.int32)
-        w = mesh_attribute(obj, meta["mesh_attributes"]["bone_weights"], 4, "color")
-        out.append(skin(frames, coordinates(obj), idx, w, factor)[0])
-    return out
 
 
 @pytest.mark.parametrize(
@@ -69,7 +47,7 @@ def test_boxes_hold_every_played_pose_and_blenders(addon, core, tmp_path, kind, 
             samples = np.append(samples, count - 1)  # the last frame (held after)
         interval = np.minimum(np.floor(samples).astype(int), count - 1)
         for factor in factors:
-            for m, positions in enumerate(decoded(core, meta, texture, ordered, ci, samples, factor)):
+            for m, positions in enumerate(decode(core, meta, texture, ordered, ci, samples, factor)):
                 p = positions.astype(np.float64)
                 assert (p >= lo_f[interval, m][:, None]).all() and (p <= hi_f[interval, m][:, None]).all()
                 assert (p >= lo[m]).all() and (p <= hi[m]).all()

@@ -152,8 +152,9 @@ def truth(addon, arm, meshes, action, frames, factor, pose: dict | None = None):
     return [(np.array(p).reshape(len(frames), -1, 3), np.array(w).reshape(-1, 4, 4)) for p, w in out]
 
 
-def decode(core, meta, texture, meshes, clip: int, samples: np.ndarray) -> list[np.ndarray]:
-    """Local positions per mesh, each vertex found through the mesh data the bake wrote."""
+def decode(core, meta, texture, meshes, clip: int, samples: np.ndarray, factor=None) -> list[np.ndarray]:
+    """Local positions per mesh, each vertex found through the mesh data the bake wrote (bone kinds at
+    ``factor``, default the sidecar's)."""
     if meta["kind"] == "VERTEX":
         index = [
             mesh_attribute(o, meta["mesh_attributes"]["texel_index"], 1, "value", np.int32) for o in meshes
@@ -170,7 +171,8 @@ def decode(core, meta, texture, meshes, clip: int, samples: np.ndarray) -> list[
         idx = mesh_attribute(obj, meta["mesh_attributes"]["bone_indices"], 4, "color")
         w = mesh_attribute(obj, meta["mesh_attributes"]["bone_weights"], 4, "color")
         assert np.array_equal(idx, np.round(idx)) and np.allclose(w.sum(1), 1.0, atol=1e-6)
-        out.append(skin(frames, coordinates(obj), idx.astype(np.int32), w, meta["deform_factor"]["value"])[0])
+        f = meta["deform_factor"]["value"] if factor is None else factor
+        out.append(skin(frames, coordinates(obj), idx.astype(np.int32), w, f)[0])
     return out
 
 

@@ -59,7 +59,7 @@ camera.position.set(...settings.camera);
 camera.lookAt(new THREE.Vector3(...settings.target));
 
 if (shot) {
-  crowd.update(settings.time);
+  crowd.update(settings.time, camera); // instances out of view are not drawn (the bake's culling boxes)
   renderer.render(scene, camera);
   const png = renderer.domElement.toDataURL('image/png').split(',')[1];
   await fetch('/screenshot', { method: 'POST', body: png });
@@ -71,7 +71,7 @@ if (shot) {
     camera.updateProjectionMatrix();
   });
   renderer.setAnimationLoop(() => {
-    crowd.update(clock.getElapsedTime());
+    crowd.update(clock.getElapsedTime(), camera);
     renderer.render(scene, camera);
   });
 }
