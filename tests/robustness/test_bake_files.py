@@ -33,6 +33,11 @@ def animtex(addon):
     return importlib.import_module(addon.__name__ + ".animtex.bake")
 
 
+def writing(addon):
+    """The installed add-on's module that writes a texture bake's files."""
+    return importlib.import_module(addon.__name__ + ".animtex.writing")
+
+
 def texture_bake(folder, **kwargs):
     return bpy.ops.hybrid_skin.bake_animation_texture(directory=str(folder), **kwargs)
 
@@ -53,7 +58,7 @@ def test_an_export_that_fails_late_leaves_the_previous_set_whole(addon, animtex,
     def fails(*args, **kwargs):
         raise animtex.HybridSkinError("Blender's glTF exporter did not write the file (simulated)")
 
-    monkeypatch.setattr(animtex, "write_gltf", fails)
+    monkeypatch.setattr(writing(addon), "write_gltf", fails)
     text = refused(texture_bake, "did not write the file (simulated)", folder=tmp_path, file_name="crowd",
                    kind="BONE_DQ", precision="EXR16", export_gltf=True)  # fmt: skip
     assert text.rstrip().endswith(UNCHANGED), text
@@ -66,7 +71,7 @@ def test_a_bug_while_writing_is_taken_back(addon, animtex, tmp_path, monkeypatch
     arm, obj = rig()
     assert texture_bake(tmp_path, file_name="crowd", kind="BONE_MATRIX") == {"FINISHED"}
     before = snapshot([tmp_path])
-    monkeypatch.setattr(animtex, "write_babylon", lambda *args: 1 / 0)
+    monkeypatch.setattr(writing(addon), "write_babylon", lambda *args: 1 / 0)
     text = refused(texture_bake, "ZeroDivisionError", folder=tmp_path, file_name="crowd",
                    kind="BONE_MATRIX", export_gltf=True, export_babylon=True)  # fmt: skip
     assert "nothing was changed" in text
