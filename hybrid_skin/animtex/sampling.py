@@ -57,7 +57,7 @@ class Sampling:
         is the texture's data), ``truth`` for bone kinds (only the error report reads it)."""
         positions, normals, factors, extremes = [], [], [], []
         bones = self.kind is not Kind.VERTEX
-        with self._phase(phase):
+        with self._phase(phase), np.errstate(all="ignore"):  # non-finite: refused by the callers
             binds = self._binds(depsgraph)
         auto = self.auto_profile is not None
         with self._phase("truth" if bones else phase), np.errstate(all="ignore"):  # non-finite: refused

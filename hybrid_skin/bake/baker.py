@@ -315,9 +315,9 @@ class Baker:
         subframe = self.frame_before[1] if self.target == "CURRENT" else 0.0
         self.context.scene.frame_set(frame, subframe=subframe)
         depsgraph = self.context.evaluated_depsgraph_get()
-        bound = bind.cached_bind(self.obj, depsgraph)
-        wanted = factor.resolve(self.obj, bound)
         with np.errstate(all="ignore"):  # a pose gone infinite: refused below in one sentence, not warned
+            bound = bind.cached_bind(self.obj, depsgraph)
+            wanted = factor.resolve(self.obj, bound)
             posed = bound.posed(depsgraph)
             positions, _ = posed.skin(wanted.values(posed))
         self._check_finite(frame, positions)
@@ -367,7 +367,8 @@ class Baker:
         if self.cache is not None:
             self.cache.discard()
         try:
-            with bind.own_edits([self.obj]):
+            # errstate: the scene may be back at a frame whose pose is not finite (the refusal said so)
+            with bind.own_edits([self.obj]), np.errstate(all="ignore"):
                 self._restore_tail()
                 self.context.scene.frame_set(self.frame_before[0], subframe=self.frame_before[1])
                 setup.apply(self.obj)
