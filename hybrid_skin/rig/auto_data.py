@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import bridge
 from ..core import autofactor
-from . import stack
+from . import bbone_settings, stack
 from .mesh_bind import MeshBind, PosedBind
 from .trees import auto_tree, stack_trees
 
@@ -25,19 +25,23 @@ __all__ = ["remove_attributes", "source", "write_factors", "write_vertex_data"]
 
 
 def source(
-    obj: bpy.types.Object, bound: MeshBind | None
+    obj: bpy.types.Object, bound: MeshBind | None, depsgraph: bpy.types.Depsgraph | None = None
 ) -> tuple[auto_tree.FromPose | auto_tree.FromAttribute, str]:
-    """``(source, reason)``: the tree's Auto, and why it is the attribute path ("" for the tree)."""
+    """``(source, reason)``: the tree's Auto, and why it is the attribute path ("" for the tree).
+    ``depsgraph``: the evaluation whose B-bone settings the tree keeps (default: the context's, brought up
+    to date; a handler passes its own)."""
     if bound is None:
         return auto_tree.FromAttribute(), "the mesh could not be bound"
-    reason = auto_tree.expressible(
-        bound.bones.segments, bool(bound.mask[2] or bound.bones.envelope_multiply.any())
-    )
+    envelopes = bool(bound.mask[2] or bound.bones.envelope_multiply.any())
+    reason = auto_tree.expressible(envelopes)
     if reason is not None:
         return auto_tree.FromAttribute(), reason
     mod = bound.modifier(obj)
     above = stack.user_modifiers(obj)
     live_rest = obj.data.shape_keys is not None or any(m.show_viewport for m in above[: above.index(mod)])
+    bbones, reason = _bbones(obj, bound, live_rest, depsgraph)
+    if reason is not None:
+        return auto_tree.FromAttribute(), auto_tree.expressible(envelopes, reason)
     placement = np.asarray(bound.bound_target_to_armature, dtype=np.float64)
     return (
         auto_tree.FromPose(
@@ -47,9 +51,25 @@ def source(
             placement=tuple(float(x) for x in placement.ravel()),
             live_rest=live_rest,
             version=stack_trees.TREE_VERSION,
+            bbones=bbones,
         ),
         "",
     )
+
+
+def _bbones(obj: bpy.types.Object, bound: MeshBind, live_rest: bool, depsgraph) -> tuple[tuple, str | None]:
+    """The bind's B-bones for the tree (``bbone_settings.read``), or why the tree cannot follow them."""
+    if not (bound.bones.segments > 1).any():
+        return (), None
+    if live_rest:
+        return (), (
+            "shape keys or modifiers above the Armature modifier move the rest points, which changes how "
+            "they split between B-bone segments; the node tree keeps the bind's split"
+        )
+    segments = tuple(int(s) for s in bound.bones.segments)
+    arm = bound.armature(obj)
+    evaluated = arm.evaluated_get(depsgraph) if depsgraph is not None else None
+    return bbone_settings.read(arm, tuple(bound.bones.names), segments, evaluated)
 
 
 def write_vertex_data(obj: bpy.types.Object, bound: MeshBind, source_: auto_tree.FromPose) -> list[str]:

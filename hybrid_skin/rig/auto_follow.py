@@ -88,7 +88,7 @@ def refresh(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
         return
     if state.vertex_data.get(obj.session_uid) == bound.serial:
         return
-    source, reason = auto_data.source(obj, bound)
+    source, reason = auto_data.source(obj, bound, depsgraph)
     same_shape = rec.auto == setup.AUTO_TREE and not reason and set(rec.attributes) == set(source.helpers)
     if same_shape and _tree_matches(obj, rec, source):
         auto_data.write_vertex_data(obj, bound, source)

@@ -259,7 +259,7 @@ def _set_up(obj: bpy.types.Object, reader: str | None, depsgraph: bpy.types.Deps
     except HybridSkinError as err:  # set up anyway: Blender's LBS/DQS mix needs no bind; Auto waits for one
         runtime.get().report_once(obj, err)
         bound = None
-    source, reason = auto_data.source(obj, bound)
+    source, reason = auto_data.source(obj, bound, depsgraph)
     if isinstance(source, auto_tree.FromPose):
         rec.attributes = auto_data.write_vertex_data(obj, bound, source)
     tree = stack_trees.build_mix(f"HybridSkin Mix · {obj.name}", source, source.helpers)

@@ -107,3 +107,49 @@ def pose_arm(
         pose["forearm_fk.L"].rotation_quaternion = bend.to_quaternion()
         pose[twist_bone].rotation_quaternion = twist.to_quaternion()
     bpy.context.view_layer.update()
+
+
+#: Chains of DEF bones (B-bones) the body's tubes follow, with their radii.
+BODY_CHAINS = {
+    "spine": (tuple(f"DEF-spine{suffix}" for suffix in ("", ".001", ".002", ".003", ".004", ".005")), 0.1),
+    **{f"{limb} {s}": (tuple(f"DEF-{b}.{s}{n}" for b in bones for n in ("", ".001")), radius)
+       for limb, bones, radius in (("arm", ("upper_arm", "forearm"), RADIUS), ("leg", ("thigh", "shin"), 0.07))
+       for s in "LR"},
+}
+
+
+def body_tubes(rig: bpy.types.Object, spacing: float = 2.0 * RING_SPACING, segments: int = 16):
+    """One mesh of closed tubes along :data:`BODY_CHAINS` (spine with neck, arms, legs), parented to ``rig``
+    with automatic weights: a body's worth of B-bones in one Armature modifier."""
+    verts, faces = [], []
+    for names, radius in BODY_CHAINS.values():
+        bones = rig.data.bones
+        points = np.array([bones[names[0]].head_local] + [bones[name].tail_local for name in names])
+        points = (np.array(rig.matrix_world) @ np.c_[points, np.ones(len(points))].T).T[:, :3]
+        centres, tangent = _ring_frames(points, spacing)
+        helper = np.where(np.abs(tangent[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
+        u = np.cross(tangent, helper)
+        u /= np.linalg.norm(u, axis=1, keepdims=True)
+        v = np.cross(tangent, u)
+        phi = 2.0 * np.pi * np.arange(segments) / segments
+        around = np.cos(phi)[:, None] * u[:, None] + np.sin(phi)[:, None] * v[:, None]
+        base, rings = len(verts), len(centres)
+        verts += (centres[:, None] + radius * around).reshape(-1, 3).tolist() + centres[[0, -1]].tolist()
+        a, b = np.arange(segments), (np.arange(segments) + 1) % segments
+        for r in range(rings - 1):
+            low, high = base + r * segments, base + (r + 1) * segments
+            faces += [[low + i, low + j, high + j, high + i] for i, j in zip(a, b)]
+        start, end, last = base + rings * segments, base + rings * segments + 1, base + (rings - 1) * segments
+        faces += [[start, base + int(j), base + int(i)] for i, j in zip(a, b)]
+        faces += [[end, last + int(i), last + int(j)] for i, j in zip(a, b)]
+    mesh = bpy.data.meshes.new("Body")
+    mesh.from_pydata(verts, [], faces)
+    mesh.update()
+    obj = bpy.data.objects.new("Body", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.ops.object.select_all(action="DESELECT")
+    obj.select_set(True)
+    rig.select_set(True)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.parent_set(type="ARMATURE_AUTO")
+    return obj

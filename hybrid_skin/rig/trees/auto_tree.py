@@ -14,8 +14,9 @@ attribute the add-on writes at each frame where the tree cannot compute it.
   bind too and computed again in the tree only when the mesh moved relative to the armature since, or when
   its rest shape can change (shape keys, modifiers above).
 
-Rigs whose palette has B-bone segments or envelopes are not expressed (the bind says so,
-:func:`unsupported`): their Auto is :class:`FromAttribute`.
+B-bones are the palette's virtual bones, one entry per segment joint: their deform matrices come from
+Blender's B-bone math in the tree (:mod:`.palette`, :mod:`.bbone_segments`). Rigs the tree cannot express
+(:func:`expressible` says why) keep :class:`FromAttribute`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import bpy
 import numpy as np
 
 from ...core import autofactor
-from . import auto_groups
+from . import auto_groups, palette
 from .builder import Builder, Socket
 
 __all__ = [
@@ -77,7 +78,8 @@ class FromPose:
     """Auto evaluated by the tree from the pose (module docstring). ``bones``: the palette's bone names;
     ``parents``: each entry's deforming parent in the palette (-1: none); ``influences``: influence slots
     per vertex; ``placement``: mesh → armature space at bind, row-major; ``live_rest``: the rest shape can
-    change (the distances are always computed in the tree)."""
+    change (the distances are always computed in the tree); ``bbones``: the B-bones among ``bones``
+    (:class:`.palette.BBone`, their settings as the bind read them)."""
 
     bones: tuple[str, ...]
     parents: tuple[int, ...]
@@ -85,6 +87,7 @@ class FromPose:
     placement: tuple[float, ...]
     live_rest: bool
     version: int
+    bbones: tuple[palette.BBone, ...] = ()
 
     @property
     def helpers(self) -> tuple[str, ...]:
@@ -143,22 +146,10 @@ class FromPose:
     def _bone_data(self, b: Builder, armature: Socket) -> Socket:
         """Points, one per palette entry, with ``ta`` (twist, A, 0), ``sg`` (swing), ``hh`` (A · head)
         summed down the chains, and ``head``, ``seg`` (rest head, length × Y axis)."""
-        count = len(self.bones)
-        infos = [
-            b.node(
-                BONE_INFO, {"Armature": armature, "Bone Name": name}, transform_space="ORIGINAL", label=name
-            )
-            for name in self.bones
-        ]
-        index = b.node("GeometryNodeInputIndex").outputs[0]
-        pose = b.index_switch("MATRIX", index, [i.outputs["Pose"] for i in infos], label="Pose")
-        rest = b.index_switch("MATRIX", index, [i.outputs["Rest Pose"] for i in infos], label="Rest")
-        length = b.index_switch("FLOAT", index, [i.outputs["Rest Length"] for i in infos], label="Length")
-        parent = b.index_switch("INT", index, list(self.parents), label="Deforming parent")
-        points = b.node("GeometryNodePoints", {"Count": count}).outputs[0]
-        inverse_rest = b.node("FunctionNodeInvertMatrix", {"Matrix": rest}).outputs["Matrix"]
-        deform = b.node("FunctionNodeMatrixMultiply", {0: pose, 1: inverse_rest}).outputs[0]
-        points = b.store(points, "deform", deform, "FLOAT4X4")
+        group = palette.palette_tree(self.bones, self.parents, self.bbones, self.version)
+        points = b.group(group, {"Armature": armature}, label="Palette: Bone Info, B-bone joints").outputs[0]
+        rest, length = b.named("rest", "FLOAT4X4"), b.named("length", "FLOAT")
+        parent = b.named("parent", "INT")
         points = b.store(points, "up", parent, "INT")
         has_parent = b.compare("GREATER_EQUAL", parent, 0, data_type="INT")
         parent_deform = b.switch(
@@ -318,14 +309,12 @@ class FromPose:
         return b.switch("FLOAT", b.compare("LESS_THAN", nearest, 1e30), 0.0, nearest)
 
 
-def expressible(bones_segments: np.ndarray, envelopes: bool) -> str | None:
+def expressible(envelopes: bool, bbones: str | None = None) -> str | None:
     """Why a bind's Auto cannot be a :class:`FromPose` tree (one sentence), or None: Bone Info is missing
-    (Blender before 5.2), the palette has B-bone segments, or envelopes make the influences depend on
-    where the mesh sits."""
+    (Blender before 5.2), envelopes make the influences depend on where the mesh sits, or ``bbones``, the
+    reason its B-bones cannot be computed (``rig/bbone_settings.py``)."""
     if not hasattr(bpy.types, BONE_INFO):
         return f"Blender {bpy.app.version_string} has no Bone Info node (5.2 added it)"
-    if (np.asarray(bones_segments) > 1).any():
-        return "the armature has B-bones with segments, which the node tree does not compute yet"
     if envelopes:
         return "the Armature modifier uses bone envelopes, whose weights depend on where the mesh sits"
-    return None
+    return bbones

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import bpy
+import numpy as np
 
 __all__ = ["Builder", "Socket", "TREE_TAG", "VERSION_TAG", "find_tree", "new_tree", "output", "tree_tag"]
 
@@ -38,6 +39,7 @@ _SOCKET_TYPES = {
     "BOOLEAN": "NodeSocketBool",
     "VECTOR": "NodeSocketVector",
     "MATRIX": "NodeSocketMatrix",
+    "ROTATION": "NodeSocketRotation",
     "STRING": "NodeSocketString",
     "OBJECT": "NodeSocketObject",
 }
@@ -128,7 +130,10 @@ class Builder:
         return node
 
     def set_input(self, node: bpy.types.Node, key: str | int, value: Any) -> None:
-        target = _socket(node.inputs, key)
+        self.set_socket(_socket(node.inputs, key), value)
+
+    def set_socket(self, target: bpy.types.NodeSocket, value: Any) -> None:
+        """Link ``value`` (a socket) into ``target``, or set it as its value."""
         if isinstance(value, bpy.types.NodeSocket):
             self.tree.links.new(value, target)
         elif value is not None:
@@ -199,10 +204,11 @@ class Builder:
     def index_switch(self, kind: str, index: Any, items: list[Any], label: str = "") -> Socket:
         """An Index Switch of ``kind`` over ``items`` (constants or sockets); returns its output."""
         node = self.node("GeometryNodeIndexSwitch", {"Index": index}, data_type=kind, label=label)
-        while len([s for s in node.inputs if s.identifier.startswith("Item_")]) < len(items):
+        for _ in range(len(items) - len(node.index_switch_items)):
             node.index_switch_items.new()
+        sockets = {s.identifier: s for s in node.inputs}  # one read: the items are many
         for i, value in enumerate(items):
-            self.set_input(node, f"Item_{i}", value)
+            self.set_socket(sockets[f"Item_{i}"], value)
         return output(node)
 
     def named(self, name: str, kind: str) -> Socket:
@@ -251,12 +257,20 @@ class Builder:
             for name in ready:
                 depth[name] = 1 + max((depth[s] for s in pending.pop(name)), default=-1)
         rows: dict[int, int] = {}
+        where: dict[str, tuple[float, float]] = {}
         for n in nodes:
             col = depth[n.name]
             row = rows.get(col, 0)
             rows[col] = row + 1
-            n.location = (col * _COLUMN, -row * _ROW)
-        self._group_out.location = ((max(depth.values(), default=0) + 1) * _COLUMN, 0.0)
+            where[n.name] = (col * _COLUMN, -row * _ROW)
+        where[self._group_out.name] = ((max(depth.values(), default=0) + 1) * _COLUMN, 0.0)
+        # One bulk write: setting each node's location updates the whole tree each time (quadratic).
+        locations = np.empty(2 * len(self.tree.nodes), dtype=np.float32)
+        self.tree.nodes.foreach_get("location", locations)
+        for i, n in enumerate(self.tree.nodes):
+            if n.name in where:
+                locations[2 * i : 2 * i + 2] = where[n.name]
+        self.tree.nodes.foreach_set("location", locations)
         return self.tree
 
 

@@ -1,0 +1,200 @@
+"""Issue 34, B-bones: the Auto tree computes every B-bone segment joint's deform matrix as Blender does
+(``BKE_pchan_bbone_segments_cache_compute``), so Rigify characters get Auto from Blender itself.
+
+Truth: Blender's own segment matrices (``PoseBone.bbone_segment_matrix``, rest and pose, read at the same
+frame) through ``core.binding.virtual_deform_matrices`` (the palette the Armature modifier deforms with), and,
+for the factor, Blender's own LBS/DQS mix on a plain copy at the core's Auto factors (``native_positions``).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import addon_utils
+import bpy
+import numpy as np
+import pytest
+
+from tests.robustness.helpers import activate, assert_close
+from tests.support.bbone_rigs import CONFIGURATIONS, PaletteProbe, handle_rig, pose_randomly, truth_palette
+from tests.support.rigify_arm import arm_tube, body_tubes, pose_arm, rigify_human
+from tests.support.scenes import make_chain_armature, make_cylinder, native_positions, skin_to_chain
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(bpy.types, "GeometryNodeBoneInfo"),
+    reason="Blender before 5.2 has no Bone Info node: Auto is the add-on's attribute there",
+)
+
+PROFILES = ("ROUND", "KEEP_VOLUME", "JOINT")
+
+
+@pytest.fixture(scope="module")
+def rigify():
+    was_enabled = addon_utils.check("rigify")[1]
+    assert bpy.ops.preferences.addon_enable(module="rigify") == {"FINISHED"}
+    yield
+    if not was_enabled:
+        bpy.ops.preferences.addon_disable(module="rigify")
+
+
+def _module(addon, name: str):
+    return importlib.import_module(f"{addon.__name__}.{name}")
+
+
+def _positions(obj) -> np.ndarray:
+    mesh = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    co = np.empty(len(mesh.vertices) * 3, np.float32)
+    mesh.vertices.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+def _core_factors(addon, obj) -> np.ndarray:
+    dg = bpy.context.evaluated_depsgraph_get()
+    return _module(addon, "rig.bind").cached_bind(obj, dg).posed(dg).auto_factors()
+
+
+def _record(addon, obj):
+    return _module(addon, "rig.setup").load(obj)
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGURATIONS), ids=sorted(CONFIGURATIONS))
+def test_segment_joints_equal_blender_for_every_handle_setup(addon, config):
+    """Automatic, absolute, relative and tangent handles, custom handle bones, ease, roll, curve and scale
+    (the Bone's and the pose's), scale easing, the start handle's end roll, scale and ease from the
+    handles; bones posed with uniform and non-uniform scale."""
+    arm = handle_rig(CONFIGURATIONS[config], seed=sorted(CONFIGURATIONS).index(config))
+    probe = PaletteProbe(addon, arm)
+    assert probe.bbones, "the rig has B-bones the tree computes"
+    rng = np.random.default_rng(11)
+    for step in range(4):
+        pose_randomly(arm, rng, uneven=step % 2 == 1)
+        probe.assert_equal(truth_palette(addon, arm), f"{config}, pose {step}")
+
+
+def test_settings_driven_by_constant_inputs_are_constants(addon):
+    """A Bone setting driven by a custom property nothing animates (as Rigify drives its DEF bones' ease
+    from ``rubber_tweak``) is a constant of the tree, exact at every frame; keying that property, or a
+    PoseBone setting, makes the setting animated: the reason names it."""
+    arm = make_chain_armature("Arm", [1.0, 0.8, 1.1], segments=5)
+    pose = arm.pose.bones
+    pose["Bone2"]["rubber"] = 1.4
+    driver = arm.data.driver_add('bones["Bone2"].bbone_easein').driver
+    driver.type = "SUM"
+    variable = driver.variables.new()
+    variable.targets[0].id, variable.targets[0].data_path = arm, 'pose.bones["Bone2"]["rubber"]'
+    pose["Bone1"].rotation_mode = pose["Bone2"].rotation_mode = "XYZ"
+    pose["Bone1"].rotation_euler, pose["Bone2"].rotation_euler = (0.7, 0.0, 0.2), (-0.5, 0.3, 0.0)
+    pose["Bone1"].bbone_curveinx = 0.3
+    bpy.context.view_layer.update()
+    probe = PaletteProbe(addon, arm)
+    assert [bb.settings[1] for bb in probe.bbones][2] == pytest.approx(1.4), "the driven ease, read at bind"
+    for frame in (1, 9):
+        bpy.context.scene.frame_set(frame)
+        probe.assert_equal(truth_palette(addon, arm), f"frame {frame}")
+    read = _module(addon, "rig.bbone_settings").read
+    bones = _module(addon, "bridge").deform_bones(arm)
+    segments = tuple(int(s) for s in bones.segments)
+    pose["Bone2"].keyframe_insert('["rubber"]', frame=1)
+    _, reason = read(arm, bones.names, segments)
+    assert reason == (
+        "Bone 'Bone2' bbone_easein is driven by 'pose.bones[\"Bone2\"][\"rubber\"]', which is keyed, "
+        "and the node tree reads B-bone settings once, at bind"
+    ), reason
+    arm.animation_data_clear()
+    pose["Bone1"].keyframe_insert("bbone_curveinx", frame=1)
+    _, reason = read(arm, bones.names, segments)
+    assert reason.startswith("PoseBone 'Bone1' bbone_curveinx is keyed"), reason
+
+
+def test_auto_tree_equals_the_core_on_the_rigify_arm(addon, rigify):
+    """The Rigify arm (its DEF bones are B-bones with 10 segments): Auto is Blender's tree, and every
+    profile's result equals Blender's own mix at the core's factors, bent and twisted."""
+    rig = rigify_human()
+    arm = arm_tube(rig)
+    activate(arm)
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    arm.hybrid_skin.factor_mode = "AUTO"
+    record = _record(addon, arm)
+    assert (record.auto, record.auto_reason) == ("TREE", "")
+    spread = 0.0
+    for bend, twist, bone in (
+        (0.0, 0.0, "forearm_fk.L"),
+        (110.0, 0.0, "forearm_fk.L"),
+        (60.0, 150.0, "forearm_fk.L"),
+        (95.0, -120.0, "hand_fk.L"),
+    ):
+        pose_arm(rig, bend, twist, bone)
+        for profile in PROFILES:
+            arm.hybrid_skin.auto_profile = profile
+            factors = _core_factors(addon, arm)
+            assert_close(
+                _positions(arm), native_positions(arm, factors), f"{profile} at {bend}°/{twist}° ({bone})"
+            )
+            spread = max(spread, float(np.ptp(factors)))
+    assert spread > 0.2, "Auto varies over the arm (or this test is void)"
+
+
+def test_auto_tree_equals_the_core_on_a_rigify_body(addon, rigify):
+    """Tubes along a Rigify human's spine, arms and legs, one mesh with automatic weights: 52 B-bones
+    (rubber_tweak drivers included) in one tree; a pose of the whole body."""
+    rig = rigify_human()
+    body = body_tubes(rig)
+    activate(body)
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    body.hybrid_skin.factor_mode = "AUTO"
+    assert _record(addon, body).auto == "TREE"
+    pose = rig.pose.bones
+    pose_arm(rig, 80.0, 60.0)
+    for name, axis, angle in (
+        ("chest", "Y", 0.5),
+        ("thigh_fk.R", "X", -0.9),
+        ("shin_fk.R", "X", 1.1),
+        ("neck", "Z", 0.4),
+        ("upper_arm_fk.R", "Z", 0.8),
+    ):
+        pose[name].rotation_mode = "XYZ"
+        pose[name].rotation_euler = [angle if a == axis else 0.0 for a in "XYZ"]
+    pose["thigh_parent.R"]["IK_FK"] = 1.0
+    bpy.context.view_layer.update()
+    factors = _core_factors(addon, body)
+    assert_close(_positions(body), native_positions(body, factors), "the Rigify body")
+
+
+def test_what_the_tree_cannot_follow_keeps_the_attribute_path_with_a_reason(addon):
+    """Handle scale from a bone that does not inherit its parent's rotation, a mesh with shape keys (the
+    rest points move across segments), a keyed B-bone setting: the attribute path, one sentence each, still
+    the core's numbers."""
+    cases = {}
+    arm = make_chain_armature("Hinge", [1.0, 1.0, 1.0], segments=4)
+    arm.data.bones["Bone1"].bbone_handle_use_scale_start = (True, False, False)
+    arm.data.bones["Bone0"].use_inherit_rotation = True
+    arm.data.bones["Bone0"].inherit_scale = "FULL"
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    root = arm.data.edit_bones.new("root")
+    root.head, root.tail = (0.0, -0.5, 0.0), (0.0, -0.2, 0.0)
+    arm.data.edit_bones["Bone0"].parent = root
+    bpy.ops.object.mode_set(mode="OBJECT")
+    arm.data.bones["Bone0"].use_inherit_rotation = False
+    cases["takes scale from handle 'Bone0'"] = arm
+    keyed = make_chain_armature("Keys", [1.0, 1.0, 1.0], segments=4)
+    cases["split between B-bone segments"] = keyed
+    animated = make_chain_armature("Animated", [1.0, 1.0, 1.0], segments=4)
+    animated.pose.bones["Bone2"].keyframe_insert("bbone_easeout", frame=1)
+    cases["PoseBone 'Bone2' bbone_easeout is keyed"] = animated
+    for expected, rig in cases.items():
+        obj = make_cylinder(f"Limb {rig.name}", height=3.0)
+        skin_to_chain(obj, rig)
+        if rig is keyed:
+            obj.shape_key_add(name="Basis")
+        activate(obj)
+        assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+        obj.hybrid_skin.factor_mode = "AUTO"
+        record = _record(addon, obj)
+        assert record.auto == "ATTRIBUTE" and expected in record.auto_reason, record.auto_reason
+        assert record.auto_reason.count(". ") == 0, "one sentence"
+        rig.pose.bones["Bone1"].rotation_mode = "XYZ"
+        rig.pose.bones["Bone1"].rotation_euler = (0.8, 0.0, 0.3)
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()  # the add-on's write is evaluated in the second pass
+        assert_close(_positions(obj), native_positions(obj, _core_factors(addon, obj)), rig.name)
