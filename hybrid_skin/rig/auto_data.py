@@ -12,16 +12,19 @@ changes, and, where the tree cannot compute Auto, the factors of each evaluation
 
 from __future__ import annotations
 
+import hashlib
+
 import bpy
 import numpy as np
 
 from .. import bridge
 from ..core import autofactor
-from . import bbone_settings, stack
-from .mesh_bind import MeshBind, PosedBind
+from ..errors import HybridSkinError
+from . import bbone_settings, bind, stack
+from .mesh_bind import TRANSFORM_TOLERANCE, MeshBind, PosedBind, target_to_armature
 from .trees import auto_tree, stack_trees
 
-__all__ = ["remove_attributes", "source", "write_factors", "write_vertex_data"]
+__all__ = ["bbones_stale", "remove_attributes", "source", "write_factors", "write_vertex_data"]
 
 
 def source(
@@ -52,24 +55,73 @@ def source(
             live_rest=live_rest,
             version=stack_trees.TREE_VERSION,
             bbones=bbones,
+            digests=_digests(obj, bound, bbones),
         ),
         "",
     )
 
 
 def _bbones(obj: bpy.types.Object, bound: MeshBind, live_rest: bool, depsgraph) -> tuple[tuple, str | None]:
-    """The bind's B-bones for the tree (``bbone_settings.read``), or why the tree cannot follow them."""
+    """The bind's B-bones for the tree (``bbone_settings.read``), or why the tree cannot follow them.
+
+    The tree keeps the bind's split of each vertex between two B-bone segment joints (Blender makes it
+    from where the vertex sits along the B-bone at rest, in armature space): it holds while the mesh's
+    rest points and its place on the armature cannot change."""
     if not (bound.bones.segments > 1).any():
         return (), None
-    if live_rest:
-        return (), (
-            "shape keys or modifiers above the Armature modifier move the rest points, which changes how "
-            "they split between B-bone segments; the node tree keeps the bind's split"
-        )
-    segments = tuple(int(s) for s in bound.bones.segments)
     arm = bound.armature(obj)
+    if _split_matters(bound):
+        if live_rest:
+            return (), (
+                "shape keys or modifiers above the Armature modifier move the rest points, which changes how "
+                "they split between B-bone segments; the node tree keeps the bind's split"
+            )
+        reason = bbone_settings.placement_reason(obj, arm)
+        if reason:
+            return (), reason
+    segments = tuple(int(s) for s in bound.bones.segments)
     evaluated = arm.evaluated_get(depsgraph) if depsgraph is not None else None
     return bbone_settings.read(arm, tuple(bound.bones.names), segments, evaluated)
+
+
+def _split_matters(bound: MeshBind) -> bool:
+    """Whether a vertex is weighted to a B-bone (Auto needs a rig's B-bones for its chains anyway)."""
+    owner = np.repeat(np.arange(bound.bones.count), bound.bones.virtual_counts)
+    binding = bound.binding
+    return bool(((bound.bones.segments[owner[binding.bone_indices]] > 1) & (binding.weights > 0)).any())
+
+
+def _digests(obj: bpy.types.Object, bound: MeshBind, bbones: tuple) -> tuple[str, str]:
+    if not bbones:
+        return ("", "")
+    return bbone_settings.values_digest(bound.armature(obj)), hashlib.sha1(repr(bbones).encode()).hexdigest()
+
+
+def bbones_stale(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, animation: bool) -> bool:
+    """Whether ``obj``'s Auto tree keeps B-bone settings its rig no longer has: edited since the tree was
+    built (a bulk read of the rig's settings: cheap enough after each edit of the rig), the mesh moved on
+    the armature (its split between segments follows), or, after an edit of the animation
+    (``animation``), keyed or driven since (the B-bones read again)."""
+    mix = next((m for m in obj.modifiers if stack.is_part(m, "mix")), None)
+    tree = getattr(mix, "node_group", None)
+    kept = tuple(tree.get(key, "") for key in auto_tree.BBONE_DIGESTS) if tree is not None else ("", "")
+    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
+    if not kept[0] or mod is None or mod.object is None or mod.object.type != "ARMATURE":
+        return False
+    if bbone_settings.values_digest(mod.object) != kept[0]:
+        return True
+    try:
+        bound = bind.cached_bind(obj, depsgraph, check_rest=False)
+    except HybridSkinError:
+        return False  # the setup says so already
+    placement = target_to_armature(obj.evaluated_get(depsgraph), mod.object.evaluated_get(depsgraph))
+    if not np.allclose(placement, bound.bound_target_to_armature, rtol=0.0, atol=TRANSFORM_TOLERANCE):
+        bound.posed(depsgraph)  # the split between B-bone segments for the mesh's new place
+        return True
+    if not animation:
+        return False
+    source_, _reason = source(obj, bound, depsgraph)
+    return not isinstance(source_, auto_tree.FromPose) or source_.digests[1] != kept[1]
 
 
 def write_vertex_data(obj: bpy.types.Object, bound: MeshBind, source_: auto_tree.FromPose) -> list[str]:

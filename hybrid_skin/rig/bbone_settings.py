@@ -13,16 +13,17 @@ milliseconds on a Rigify body.)
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import bpy
+import numpy as np
 
-from .baked import action_fcurves
 from .trees import bbone_groups
 from .trees.bbone_groups import Flag
 from .trees.palette import SETTING_PATHS, BBone, Handle
 
-__all__ = ["read"]
+__all__ = ["placement_reason", "read", "rest_key", "values_digest"]
 
 _KINDS = {
     "AUTO": bbone_groups.KIND_ABSOLUTE,
@@ -58,6 +59,30 @@ def read(
         handles = (_as_handle(start, bone, "start"), _as_handle(end, bone, "end"))
         out.append(BBone(name, min(int(count), MAX_SEGMENTS), _flags(bone, start, end), *handles, settings))
     return tuple(out), None
+
+
+#: The object properties that place a mesh on its parent.
+_PLACEMENT = (
+    "location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
+    "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale",
+)
+
+
+def placement_reason(obj: bpy.types.Object, arm: bpy.types.Object) -> str:
+    """Why ``obj`` may move on ``arm`` from frame to frame (its vertices would then fall in other B-bone
+    segments than at bind), or "": it is parented to it, unconstrained, its transform not animated."""
+    where = "its vertices would fall in other B-bone segments than the node tree keeps from the bind"
+    if obj.parent is not arm or obj.parent_type not in ("OBJECT", "ARMATURE"):
+        return f"'{obj.name}' is not parented to '{arm.name}': where it moves on it, {where}"
+    if any(c.enabled for c in obj.constraints):
+        return f"'{obj.name}' has constraints: where they move it on '{arm.name}', {where}"
+    animated = _Animated(arm)
+    for path in _PLACEMENT:
+        for index in range(4):
+            why = animated.why(obj, path, index)
+            if why:
+                return f"'{obj.name}' {path} is {why}: where it moves it on '{arm.name}', {where}"
+    return ""
 
 
 def _handle(bone: bpy.types.Bone, side: str) -> bpy.types.Bone | None:
@@ -158,13 +183,7 @@ class _Animated:
                     anim.action,
                     *(strip.action for track in anim.nla_tracks for strip in track.strips),
                 ]
-                keyed = {
-                    (c.data_path, c.array_index)
-                    for a in actions
-                    if a is not None
-                    for g in action_fcurves(a)
-                    for c in g
-                }
+                keyed = {(c.data_path, c.array_index) for a in actions if a is not None for c in _fcurves(a)}
             self._curves[key] = {"keyed": keyed, "drivers": drivers}
         return self._curves[key]
 
@@ -211,3 +230,51 @@ class _Animated:
             if prop is None or prop.is_readonly:
                 return "computed by Blender"
         return self.why(owner, base, index, depth + 1)
+
+
+#: Bone and PoseBone properties whose values :func:`values_digest` covers (every bone, in bulk).
+_BULK = {
+    "bones": (
+        *(f"bbone_{p}" for p in ("curveinx", "curveinz", "curveoutx", "curveoutz", "easein", "easeout")),
+        "bbone_rollin", "bbone_rollout", "bbone_segments", "use_scale_easing", "use_endroll_as_inroll",
+    ),
+    "pose.bones": tuple(f"bbone_{p}" for p in ("curveinx", "curveinz", "curveoutx", "curveoutz", "easein",
+                                               "easeout", "rollin", "rollout")),
+}
+_BULK_VECTORS = ("bbone_scalein", "bbone_scaleout")
+
+
+def _fcurves(action: bpy.types.Action) -> list:
+    """Every F-Curve of ``action``, of every slot (the action itself before slotted actions)."""
+    layers = getattr(action, "layers", None)
+    if not layers:
+        return list(action.fcurves) if hasattr(action, "fcurves") else []
+    return [c for layer in layers for strip in layer.strips for bag in strip.channelbags for c in bag.fcurves]
+
+
+def values_digest(arm: bpy.types.Object) -> str:
+    """A digest of every bone's B-bone settings (bulk reads: cheap enough for each edit of the rig), to
+    notice that the ones a tree keeps changed since it was built."""
+    return hashlib.sha1(rest_key(arm) + _bulk(arm.pose.bones, _BULK["pose.bones"])).hexdigest()
+
+
+def rest_key(arm: bpy.types.Object) -> bytes:
+    """The Bones' B-bone settings and handles as bytes: what Blender's rest shape of each B-bone is made
+    of besides the bones' rest matrices (a bind's segment rest matrices hold while it is the same)."""
+    bones = arm.data.bones
+    handles = [
+        (b.bbone_handle_type_start, b.bbone_handle_type_end, getattr(b.bbone_custom_handle_start, "name", ""),
+         getattr(b.bbone_custom_handle_end, "name", ""), tuple(b.bbone_handle_use_scale_start),
+         tuple(b.bbone_handle_use_scale_end), b.bbone_handle_use_ease_start, b.bbone_handle_use_ease_end)
+        for b in bones if b.bbone_segments > 1
+    ]
+    return _bulk(bones, _BULK["bones"]) + repr(handles).encode()
+
+
+def _bulk(collection, names: tuple[str, ...]) -> bytes:
+    parts = []
+    for name in (*names, *_BULK_VECTORS):
+        values = np.empty(len(collection) * (3 if name in _BULK_VECTORS else 1), dtype=np.float32)
+        collection.foreach_get(name, values)
+        parts.append(values.tobytes())
+    return b"".join(parts)

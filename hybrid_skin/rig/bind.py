@@ -28,7 +28,7 @@ import numpy as np
 from .. import bridge, runtime
 from ..core import binding as core_binding
 from ..errors import HybridSkinError
-from . import checks, stack
+from . import bbone_settings, checks, stack
 from . import weights as weights_mod
 from .mesh_bind import MeshBind, baked_keys, target_to_armature
 
@@ -84,7 +84,18 @@ def _fingerprint(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> tupl
         tuple(m.name for m in stack.weight_modifiers_above(obj, mod)),  # one added or shown: live weights
         tuple((b.name, b.use_deform, b.bbone_segments) for b in arm.data.bones) if arm else (),
         _bone_rest_key(arm),
+        _bbone_rest_key(arm),
     )
+
+
+def _bbone_rest_key(arm: bpy.types.Object | None) -> bytes:
+    """The B-bones' own settings (ease, curve, handles ...): the bind's segment rest matrices are made of
+    them; an edit binds again (only where the armature has B-bones: bulk reads)."""
+    if arm is None or arm.type != "ARMATURE":
+        return b""
+    segments = np.empty(len(arm.data.bones), dtype=np.int32)
+    arm.data.bones.foreach_get("bbone_segments", segments)
+    return bbone_settings.rest_key(arm) if (segments > 1).any() else b""
 
 
 def _bone_rest_key(arm: bpy.types.Object | None) -> bytes:

@@ -24,7 +24,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import runtime
-from . import auto_follow, bind, escaped, mirror, parts, readers, setup, stack
+from . import auto_data, auto_follow, bind, escaped, mirror, parts, readers, setup, stack
 from .state import RigState, rig_state
 
 __all__ = ["enabled_objects", "reapply_all", "remove_all"]
@@ -185,6 +185,11 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
             del state.draw_failures[obj.session_uid]  # the stack changed since the display failed: try again
         escaped.clean_escaped(obj)
     animation = any(isinstance(u.id, bpy.types.Action) for u in updates)
+    # The rig, its animation, or an object's place edited (not played): B-bone settings or the split between
+    # segments an Auto tree keeps may have changed (a cheap check per object, only after such an edit).
+    moved = any(_is_rig(u.id) or (isinstance(u.id, bpy.types.Object) and u.is_updated_transform)
+                for u in updates)
+    rig_edit = (animation or moved) and not _playing()
     objects = [o for o in enabled_objects() if o.session_uid not in state.held]
     gpu = [o for o in objects if o.hybrid_skin.display == "GPU"]
     read = readers.mesh_readers(gpu)
@@ -195,6 +200,8 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         if obj.session_uid in ids or obj in gpu or not setup.is_applied(obj):
             setup.sync(obj, read.get(obj.session_uid), depsgraph)
         state.seen[obj.session_uid] = _signature(obj)
+        if rig_edit and auto_data.bbones_stale(obj, depsgraph, animation):
+            setup.rebuild(obj, depsgraph)  # B-bone settings the Auto tree keeps were edited: built again
         if obj.session_uid not in ids and obj.data.session_uid not in edited and not animation:
             if obj.hybrid_skin.factor_mode != "AUTO" or not state.attribute_auto.get(obj.session_uid):
                 continue  # nothing of the add-on's to do after this evaluation
@@ -260,6 +267,20 @@ def _signature(obj: bpy.types.Object) -> tuple:
         settings.bake_state,
         len(obj.vertex_groups),
         len(obj.data.attributes),
+    )
+
+
+def _is_rig(id_data) -> bool:
+    if isinstance(id_data, bpy.types.Object):
+        return id_data.type == "ARMATURE"
+    return isinstance(id_data, bpy.types.Armature)
+
+
+def _playing() -> bool:
+    """Playback or scrubbing: the rig changes every frame, but not its settings."""
+    wm = getattr(bpy.context, "window_manager", None)
+    return wm is not None and any(
+        w.screen is not None and (w.screen.is_animation_playing or w.screen.is_scrubbing) for w in wm.windows
     )
 
 

@@ -109,12 +109,12 @@ def pose_arm(
     bpy.context.view_layer.update()
 
 
+_LIMBS = (("arm", ("upper_arm", "forearm"), RADIUS), ("leg", ("thigh", "shin"), 0.07))
 #: Chains of DEF bones (B-bones) the body's tubes follow, with their radii.
 BODY_CHAINS = {
     "spine": (tuple(f"DEF-spine{suffix}" for suffix in ("", ".001", ".002", ".003", ".004", ".005")), 0.1),
     **{f"{limb} {s}": (tuple(f"DEF-{b}.{s}{n}" for b in bones for n in ("", ".001")), radius)
-       for limb, bones, radius in (("arm", ("upper_arm", "forearm"), RADIUS), ("leg", ("thigh", "shin"), 0.07))
-       for s in "LR"},
+       for limb, bones, radius in _LIMBS for s in ("L", "R")},
 }
 
 

@@ -32,6 +32,7 @@ from .builder import Builder, Socket
 
 __all__ = [
     "AUTO_ATTRIBUTE",
+    "BBONE_DIGESTS",
     "BONE_INFO",
     "FromAttribute",
     "FromPose",
@@ -49,6 +50,10 @@ PAIRS_ATTRIBUTE = ".hybrid_skin_weight_pairs"
 R2_ATTRIBUTE = ".hybrid_skin_rest_r2"
 VERTEX_ATTRIBUTES = (TOTAL_ATTRIBUTE, PAIRS_ATTRIBUTE, R2_ATTRIBUTE)
 REST_ATTRIBUTE = ".hybrid_skin_rest"
+#: Custom properties of a Mix tree that keeps B-bone settings: a digest of the rig's settings of every
+#: bone (``bbone_settings.values_digest``: cheap to compare after each edit of the rig) and one of what the
+#: tree was built from.
+BBONE_DIGESTS = ("hybrid_skin_bbone_values", "hybrid_skin_bbones")
 #: Largest change of a placement matrix entry (float32 in the tree) that still uses the stored distances.
 PLACEMENT_TOLERANCE = 1e-6
 
@@ -88,6 +93,8 @@ class FromPose:
     live_rest: bool
     version: int
     bbones: tuple[palette.BBone, ...] = ()
+    #: What the tree keeps of the rig's B-bone settings (:data:`BBONE_DIGESTS`), to notice edits since.
+    digests: tuple[str, str] = ("", "")
 
     @property
     def helpers(self) -> tuple[str, ...]:
@@ -110,6 +117,9 @@ class FromPose:
         return int(np.ceil(np.log2(depth + 1))) if depth else 0
 
     def build(self, b: Builder, armature: Socket, profile: Socket) -> Socket:
+        if self.bbones:
+            for key, digest in zip(BBONE_DIGESTS, self.digests, strict=True):
+                b.tree[key] = digest
         with b.frame(f"Bone data ({len(self.bones)} bones)"):
             bones = self._bone_data(b, armature)
         with b.frame("Placement: mesh → armature space"):

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: Version of every description in this package: bump it when any tree changes.
-TREE_VERSION = 1
+TREE_VERSION = 2
 #: The Armature modifier's input positions, stored by the Rest modifier for the modifiers after it.
 REST_ATTRIBUTE = ".hybrid_skin_rest"
 #: The LBS result, stored by the Keep LBS modifier for the Mix modifier.
