@@ -16,13 +16,14 @@ a link grows with the tree it goes into, so the Mix tree stays small):
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import bpy
 
 from . import bbone_segments
 from .bbone_groups import KIND_ABSOLUTE, KIND_NONE, KIND_RELATIVE, KIND_TANGENT, Features, Flag
-from .builder import Builder, Socket, new_tree
+from .builder import Builder, Socket, new_tree, tree_tag
 
 __all__ = ["BBone", "Handle", "PALETTE_TREE", "SETTING_PATHS", "SETTING_VECTORS", "build", "palette_tree"]
 
@@ -66,15 +67,26 @@ class BBone:
 def palette_tree(
     bones: tuple[str, ...], parents: tuple[int, ...], bbones: tuple[BBone, ...], version: int
 ) -> bpy.types.GeometryNodeTree:
-    """A new palette group (module docstring): input ``Armature``; output ``Palette``, points with
-    ``deform`` and ``rest`` (4 × 4), ``length`` and ``parent`` (the deforming parent's entry, -1: none)."""
+    """The palette group (module docstring) of this description: the file's, else a new one (the objects
+    of one rig share it; building a Rigify palette takes seconds). Input ``Armature``; output ``Palette``,
+    points with ``deform`` and ``rest`` (4 × 4), ``length`` and ``parent`` (the deforming parent's entry,
+    -1: none)."""
+    key = hashlib.sha1(repr((bones, parents, bbones)).encode()).hexdigest()
+    for tree in bpy.data.node_groups:
+        if tree.library is None and tree_tag(tree) == (PALETTE_TREE, version) and tree.get(_KEY) == key:
+            return tree
     b = Builder(new_tree(f"{PALETTE_TREE} · {len(bones)} bones", PALETTE_TREE, version))
+    b.tree[_KEY] = key
     armature = b.input("Armature", "OBJECT", description="The armature whose Bone Info the palette reads")
     points, fields = build(b, armature, bones, parents, bbones, version)
     for name, kind in (("deform", "FLOAT4X4"), ("rest", "FLOAT4X4"), ("length", "FLOAT"), ("parent", "INT")):
         points = b.store(points, name, fields[name], kind)
     b.output("Palette", "GEOMETRY", points, "One point per palette entry: deform, rest, length, parent")
     return b.finish()
+
+
+#: The custom property of a palette group that names what it was built from.
+_KEY = "hybrid_skin_palette"
 
 
 def build(
