@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import importlib
 
-import addon_utils
 import bmesh
 import bpy
 import numpy as np
 import pytest
 from mathutils import Matrix
 
-from tests.support.rigify_arm import arm_tube, pose_arm, rigify_human
+from tests.support.rigify_arm import arm_tube, pose_arm, rigify_enabled, rigify_human
 from tests.support.scenes import bbox_diagonal, native_positions
 
 LIMB_BONES = (
@@ -28,11 +27,7 @@ LIMB_BONES = (
 
 @pytest.fixture(scope="module")
 def rigify():
-    was_enabled = addon_utils.check("rigify")[1]
-    assert bpy.ops.preferences.addon_enable(module="rigify") == {"FINISHED"}
-    yield
-    if not was_enabled:
-        bpy.ops.preferences.addon_disable(module="rigify")
+    yield from rigify_enabled()
 
 
 def limb_mesh(rig: bpy.types.Object) -> bpy.types.Object:

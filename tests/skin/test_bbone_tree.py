@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import importlib
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
 
 from tests.robustness.helpers import activate, assert_close
 from tests.support.bbone_rigs import CONFIGURATIONS, PaletteProbe, handle_rig, pose_randomly, truth_palette
-from tests.support.rigify_arm import arm_tube, body_tubes, pose_arm, rigify_human
+from tests.support.rigify_arm import arm_tube, body_tubes, pose_arm, rigify_enabled, rigify_human
 from tests.support.scenes import make_chain_armature, make_cylinder, native_positions, skin_to_chain
 
 pytestmark = pytest.mark.skipif(
@@ -30,15 +29,7 @@ PROFILES = ("ROUND", "KEEP_VOLUME", "JOINT")
 
 @pytest.fixture(scope="module")
 def rigify():
-    was_enabled = addon_utils.check("rigify")[1]
-    assert bpy.ops.preferences.addon_enable(module="rigify") == {"FINISHED"}
-    yield
-    if not was_enabled:
-        bpy.ops.preferences.addon_disable(module="rigify")
-        # Rigify 5.2 leaves its load_post handler behind when disabled: a later file load would run it.
-        for handlers in (bpy.app.handlers.load_post, bpy.app.handlers.save_pre):
-            for handler in [h for h in handlers if getattr(h, "__module__", "").startswith("rigify")]:
-                handlers.remove(handler)
+    yield from rigify_enabled()
 
 
 def _module(addon, name: str):

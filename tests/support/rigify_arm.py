@@ -7,6 +7,7 @@ Auto factor's smoothness on it. Rigify must be enabled first (``addon_enable(mod
 
 from __future__ import annotations
 
+import addon_utils
 import bpy
 import numpy as np
 from mathutils import Matrix
@@ -22,6 +23,19 @@ ELBOW_HEAD = "DEF-forearm.L"
 RADIUS = 0.045
 SEGMENTS = 32
 RING_SPACING = 0.25 * RADIUS
+
+
+def rigify_enabled():
+    """A module fixture's body: Rigify enabled for the tests, disabled after where it was not enabled, and
+    the load handler Rigify 5.2 leaves behind when disabled taken off (a later file load would run it)."""
+    was_enabled = addon_utils.check("rigify")[1]
+    assert bpy.ops.preferences.addon_enable(module="rigify") == {"FINISHED"}
+    yield
+    if not was_enabled:
+        bpy.ops.preferences.addon_disable(module="rigify")
+        for handlers in (bpy.app.handlers.load_post, bpy.app.handlers.save_pre):
+            for handler in [h for h in handlers if getattr(h, "__module__", "").startswith("rigify")]:
+                handlers.remove(handler)
 
 
 def rigify_human() -> bpy.types.Object:
@@ -76,10 +90,15 @@ def arm_tube(rig: bpy.types.Object) -> bpy.types.Object:
     last = (n_rings - 1) * SEGMENTS
     caps = [(start, int(j), int(i)) for i, j in zip(a, b, strict=True)]
     caps += [(end, last + int(i), last + int(j)) for i, j in zip(a, b, strict=True)]
-    mesh = bpy.data.meshes.new("Arm")
-    mesh.from_pydata(verts.tolist(), [], quads.tolist() + caps)
+    return weighted_mesh(rig, "Arm", verts.tolist(), quads.tolist() + caps)
+
+
+def weighted_mesh(rig: bpy.types.Object, name: str, verts: list, faces: list) -> bpy.types.Object:
+    """A mesh object of ``verts`` and ``faces``, parented to ``rig`` with automatic weights."""
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], faces)
     mesh.update()
-    obj = bpy.data.objects.new("Arm", mesh)
+    obj = bpy.data.objects.new(name, mesh)
     bpy.context.scene.collection.objects.link(obj)
     bpy.ops.object.select_all(action="DESELECT")
     obj.select_set(True)
@@ -142,14 +161,4 @@ def body_tubes(rig: bpy.types.Object, spacing: float = 2.0 * RING_SPACING, segme
         start, end, last = base + rings * segments, base + rings * segments + 1, base + (rings - 1) * segments
         faces += [[start, base + int(j), base + int(i)] for i, j in zip(a, b)]
         faces += [[end, last + int(i), last + int(j)] for i, j in zip(a, b)]
-    mesh = bpy.data.meshes.new("Body")
-    mesh.from_pydata(verts, [], faces)
-    mesh.update()
-    obj = bpy.data.objects.new("Body", mesh)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.ops.object.select_all(action="DESELECT")
-    obj.select_set(True)
-    rig.select_set(True)
-    bpy.context.view_layer.objects.active = rig
-    bpy.ops.object.parent_set(type="ARMATURE_AUTO")
-    return obj
+    return weighted_mesh(rig, "Body", verts, faces)
