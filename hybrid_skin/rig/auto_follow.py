@@ -88,6 +88,9 @@ def refresh(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
         return
     if state.vertex_data.get(obj.session_uid) == bound.serial:
         return
+    if rec.auto == setup.AUTO_NONE:  # no Auto nodes, no data of theirs on the mesh
+        state.vertex_data[obj.session_uid] = bound.serial
+        return
     source, reason = auto_data.source(obj, bound, depsgraph)
     same_shape = rec.auto == setup.AUTO_TREE and not reason and set(rec.attributes) == set(source.helpers)
     if same_shape and _tree_matches(obj, rec, source):

@@ -44,6 +44,7 @@ from .trees import auto_tree, builder, stack_trees
 
 __all__ = [
     "AUTO_ATTRIBUTE",
+    "AUTO_NONE",
     "AUTO_TREE",
     "HIDDEN",
     "PAINT",
@@ -69,8 +70,10 @@ __all__ = [
 
 #: The record's ``auto``: Blender evaluates Auto from the pose in the Mix tree ...
 AUTO_TREE = "TREE"
-#: ... or the add-on writes Auto's factors at each evaluation (``auto_reason`` says why).
+#: ... or the add-on writes Auto's factors at each evaluation (``auto_reason`` says why) ...
 AUTO_ATTRIBUTE = "ATTRIBUTE"
+#: ... or the Factor Mode is not Auto and the tree holds no Auto nodes (choosing Auto builds them).
+AUTO_NONE = "NONE"
 
 
 def load(obj: bpy.types.Object) -> DisplayRecord | None:
@@ -217,7 +220,9 @@ def apply(obj: bpy.types.Object) -> None:
     the user's to change (Add refuses them too), and the library's file holds its own setup."""
     if not is_local(obj) or unreadable(obj):
         return
-    with bind.own_edits([obj]):  # the parts and attributes are not an edit of what a bind read
+    # the parts and attributes are not an edit of what a bind read; the handlers that run in the
+    # evaluation own_edits makes leave the object alone (they would set it up once more)
+    with hold([obj]), bind.own_edits([obj]):
         _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid))
 
 
@@ -259,13 +264,19 @@ def _set_up(obj: bpy.types.Object, reader: str | None, depsgraph: bpy.types.Deps
     except HybridSkinError as err:  # set up anyway: Blender's LBS/DQS mix needs no bind; Auto waits for one
         runtime.get().report_once(obj, err)
         bound = None
-    source, reason = auto_data.source(obj, bound, depsgraph)
+    if settings.factor_mode == "AUTO":
+        source, reason = auto_data.source(obj, bound, depsgraph)
+    else:
+        source, reason = auto_tree.NotChosen(), ""
     if isinstance(source, auto_tree.FromPose):
         rec.attributes = auto_data.write_vertex_data(obj, bound, source)
     tree = stack_trees.build_mix(f"HybridSkin Mix · {obj.name}", source, source.helpers)
     rec.trees = [tree.name]
     rec.parts = parts.add(obj, mod, tree)
-    rec.auto, rec.auto_reason = (AUTO_TREE, "") if not reason else (AUTO_ATTRIBUTE, reason)
+    if isinstance(source, auto_tree.NotChosen):
+        rec.auto, rec.auto_reason = AUTO_NONE, ""
+    else:
+        rec.auto, rec.auto_reason = (AUTO_TREE, "") if not reason else (AUTO_ATTRIBUTE, reason)
     found = parts.find(obj, rec.parts)
     parts.set_inputs(obj, found[parts.MIX], mod.object)
     rec.mirrored = mirror.sync(obj, found[parts.MIX], [])
@@ -362,6 +373,9 @@ def sync(
         return
     if stale == "older" and obj.mode == "OBJECT":  # a tree of an earlier build: built again, as today's
         _apply(obj, reader, depsgraph)
+        return
+    if rec.auto == AUTO_NONE and settings.factor_mode == "AUTO" and obj.mode == "OBJECT":
+        _apply(obj, reader, depsgraph)  # Auto chosen without its update (a key): its nodes are built now
         return
     if obj.mode in ("OBJECT", *PAINT_MODES) and not parts.in_place(obj, mod, found):
         runtime.get().report_once(
@@ -468,6 +482,11 @@ def settings_changed(obj: bpy.types.Object) -> None:
         apply(obj)
         return
     if rec is None:
+        return
+    if settings.factor_mode == "AUTO" and rec.auto == AUTO_NONE and is_local(obj):
+        # Auto chosen: the Mix tree gets its Auto nodes, from the evaluation at hand (evaluating again here
+        # would re-apply keys over the value just set)
+        _apply(obj, readers.mesh_readers([obj]).get(obj.session_uid), bpy.context.view_layer.depsgraph)
         return
     mod = stack.find_modifier(obj, rec.armature)
     mix = parts.find(obj, rec.parts)[parts.MIX]

@@ -134,3 +134,41 @@ def test_a_character_linked_into_another_file_shows_the_hybrid(addon, tmp_path):
         if not hasattr(bpy.types, "GeometryNodeBoneInfo"):
             break  # the attribute path: the library's saved frame (tested in test_native_file)
         assert_close(_positions(linked, dg), expected, f"linked character at frame {frame}")
+
+
+def _node_types(tree, seen=None) -> set[str]:
+    """Every node type in ``tree`` and the groups it uses."""
+    seen = set() if seen is None else seen
+    types = set()
+    for node in tree.nodes:
+        types.add(node.bl_idname)
+        group = getattr(node, "node_tree", None)
+        if group is not None and group.name not in seen:
+            seen.add(group.name)
+            types |= _node_types(group, seen)
+    return types
+
+
+def test_auto_nodes_are_built_when_auto_is_chosen(addon):
+    """Add with a Global factor builds no Auto nodes and stores no per-vertex data (building a Bone Info
+    tree takes about a second per object); choosing Auto builds them, and Blender's result is then the
+    core's Auto."""
+    arm, obj = rig()
+
+    def mix_tree():
+        return next(m for m in obj.modifiers if m.name == "HybridSkin Mix").node_group
+
+    assert _auto_path(addon, obj) == "NONE"
+    assert "GeometryNodeBoneInfo" not in _node_types(mix_tree())
+    assert not [a.name for a in obj.data.attributes if a.name.startswith(".hybrid_skin")]
+    obj.hybrid_skin.factor_mode = "AUTO"
+    bone_info = hasattr(bpy.types, "GeometryNodeBoneInfo")
+    assert _auto_path(addon, obj) == ("TREE" if bone_info else "ATTRIBUTE")
+    assert ("GeometryNodeBoneInfo" in _node_types(mix_tree())) == bone_info
+    bpy.context.scene.frame_set(7)
+    dg = bpy.context.evaluated_depsgraph_get()
+    assert_close(_positions(obj, dg), native_positions(obj, _core_factors(addon, obj, dg)), "Auto after Add")
+    tree = mix_tree()
+    obj.hybrid_skin.factor_mode = "GLOBAL"  # the nodes stay: choosing Auto again builds nothing
+    obj.hybrid_skin.factor_mode = "AUTO"
+    assert mix_tree() == tree

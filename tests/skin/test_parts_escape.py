@@ -239,8 +239,17 @@ def test_joining_a_glove_into_the_body_keeps_the_body_exact(addon, body, capfd):
     _exact(addon, obj, "the joined body")
 
 
-def test_joining_the_body_into_a_glove_leaves_the_glove_as_blender_alone_would(addon, body, capfd):
+@pytest.mark.parametrize("mode", ["GLOBAL", "AUTO"])
+def test_joining_the_body_into_a_glove_leaves_the_glove_as_blender_alone_would(addon, body, capfd, mode):
+    """Auto keeps per-vertex data on the mesh (the tree's, or the factors the add-on writes where Blender has
+    no Bone Info node), which the join carries into the glove: said once; a Global factor keeps none (the
+    tree holds no Auto nodes until Auto is chosen)."""
     arm, obj = body
+    obj.hybrid_skin.factor_mode = mode
+    bpy.context.view_layer.update()
+    data = {a.name for a in obj.data.attributes if a.name.startswith(".hybrid_skin")}
+    assert bool(data) == (mode == "AUTO"), data  # the tree's data (5.2), or the factors written (4.5)
+    capfd.readouterr()
     glove = _glove(obj)
     glove.modifiers.new("Armature", "ARMATURE").object = arm
     activate(glove)
@@ -249,7 +258,8 @@ def test_joining_the_body_into_a_glove_leaves_the_glove_as_blender_alone_would(a
     bpy.context.view_layer.update()
     assert _parts(glove) == [] and not glove.hybrid_skin.enabled
     assert_close(evaluated_positions(glove), native_positions(glove, 0.0), "the glove: Blender's LBS")
-    assert "'Glove' got Hybrid Skin's per-vertex data" in capfd.readouterr().out
+    said = "'Glove' got Hybrid Skin's per-vertex data" in capfd.readouterr().out
+    assert said == bool(data)
 
 
 def test_a_separated_part_keeps_hybrid_skin_set_up(addon, body):

@@ -64,6 +64,22 @@ def influence_attributes(k: int) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class NotChosen:
+    """Auto is not the object's Factor Mode: the Mix tree holds no Auto nodes (a tree of Bone Info nodes
+    costs a second or more to build); choosing Auto sets the object up again with them."""
+
+    def build(self, b: Builder, armature: Socket, profile: Socket) -> float:
+        return 1.0  # read only where the Factor Mode input is 2 (Auto), which the add-on never leaves so
+
+    def where_needed(self, b: Builder) -> Socket | None:
+        return None
+
+    @property
+    def helpers(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
 class FromAttribute:
     """Auto's factors as the add-on writes them at each frame (:data:`AUTO_ATTRIBUTE`)."""
 
