@@ -170,8 +170,11 @@ def test_every_state_draws_and_every_operator_is_offered(ui, tmp_path):
     labels = drawn["analyze"].labels()
     methods = ["LBS", "DQS", "Your Setting", "Best Single Factor", "Auto: Round", "Auto: Keep Volume",
                "Auto: Per Joint"]  # fmt: skip
-    assert labels[:3] == ["Whole mesh", "Method", "Factor"] and labels[4:25:3] == methods  # human names
+    assert labels[:5] == ["Whole mesh", "Method", "Factor", "Volume", "Folds"]
+    assert labels[5:33:4] == methods  # human names
     assert {"Shrink", "Collapse", "Bone1"} <= set(labels)
+    assert labels[8:36:4][:2] == ["—", "—"]  # LBS and DQS are the folds' reference
+    assert all(text == "0" or text.endswith("°") for text in labels[16:36:4]), labels[16:36:4]
     internal = {"current", "best", "AUTO", "AUTO_KEEP_VOLUME", "AUTO_JOINT", "Keep Vol.", "Auto 0.1"}
     assert not internal & set(labels), internal & set(labels)
     seen["Evaluated display, analysed"] = offered(drawn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bpy
 
 from ..core.analysis import Analysis
+from ..core.folds import FOLD_LIMIT
 from .operators import HYBRID_SKIN_OT_analyze, analyzed_object, last_analysis
 
 #: How the panel names each method the analysis measures (its rows are keyed by these internal names).
@@ -45,16 +46,28 @@ def _table_row(layout, name: str, cells: list[str]):
         numbers.label(text=text)
 
 
+def _folds_text(result: Analysis, name: str) -> str:
+    """How many blended edges the row folds more than :data:`FOLD_LIMIT` degrees beyond both LBS and DQS,
+    and the worst of them ("0", "3, 41°"); LBS and DQS are the reference ("—")."""
+    summary = (result.fold_rows or {}).get(name)
+    if summary is None or name in ("LBS", "DQS"):
+        return "—"
+    return f"{summary.over_limit}, {summary.worst:.0f}°" if summary.over_limit else "0"
+
+
 def draw_results(layout, result: Analysis, frame: int) -> None:
-    """The analysis as the panel shows it: volume per method, then the bones with the worst artifacts."""
+    """The analysis as the panel shows it: volume and folds per method, then the bones with the worst
+    artifacts."""
     if result.frame != frame:
         layout.label(text=f"Results of frame {result.frame}: analyze again", icon="ERROR")
     layout.label(text="Whole mesh", icon="MESH_DATA")
     col = layout.column(align=True)
-    _table_row(col, "Method", ["Factor", "Volume"])
+    _table_row(col, "Method", ["Factor", "Volume", "Folds"])
     for name, (factor, measure) in result.comparison.rows.items():
         volume = "open mesh" if measure.volume_change is None else _percent(measure.volume_change)
-        _table_row(col, ROW_LABELS.get(name, name), [_factor_text(result, name, factor), volume])
+        cells = [_factor_text(result, name, factor), volume, _folds_text(result, name)]
+        _table_row(col, ROW_LABELS.get(name, name), cells)
+    layout.label(text=f"Folds: edges turned over {FOLD_LIMIT:g}° beyond both LBS and DQS", icon="INFO")
     _draw_bones(layout, result)
 
 

@@ -3,7 +3,8 @@
 For one pose the mesh is skinned with LBS, DQS, the object's own factor, the best single global factor
 and each Auto profile, and each result is measured with :mod:`.metrics`: whole-mesh volume change (closed
 meshes) and, per joint, outward bulge, shrink of the convex side, candy-wrapper collapse and local volume
-change. Everything runs in armature
+change; and over the whole mesh, how many edges each fold beyond both LBS and DQS (:mod:`.folds`).
+Everything runs in armature
 space on the bind's palette, where B-bone segment joints are bones of their own; a joint is named by its
 child palette entry. The add-on's Analyze operator feeds :func:`analyze_pose` with the arrays of a posed
 bind; :class:`Analysis` is what its panel shows.
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import metrics
+from . import folds, metrics
 from .binding import DeformBones
 from .skinning import BonePalette, SkinBinding, skin
 
@@ -67,6 +68,9 @@ class Analysis:
     labels: dict[int, str]
     bones: dict[int, str]
     heads: frozenset[int]
+    #: Per row (as ``comparison``): the edges it folds beyond both LBS and DQS (:func:`.folds.summarize`);
+    #: LBS's and DQS's own rows fold nothing beyond themselves.
+    fold_rows: Mapping[str, folds.FoldSummary] | None = None
 
     def by_bone(self) -> dict[str, dict[str, BoneSummary]]:
         """Deform bone → method → :class:`BoneSummary`, bones in palette order."""
@@ -87,6 +91,12 @@ class Analysis:
         """Plain-text table (as :meth:`.core.metrics.FactorComparison.table`, joints by name)."""
         lines = [f"'{self.object_name}' frame {self.frame}"]
         lines += [f"joint {c}: {self.labels[c]}" for c in sorted(self.labels)]
+        if self.fold_rows:
+            lines += [
+                f"{name}: {s.over_limit} of {s.measured} blended edges fold more than "
+                f"{folds.FOLD_LIMIT:g}° beyond both LBS and DQS (worst {s.worst:.1f}°, edge {s.worst_edge})"
+                for name, s in self.fold_rows.items()
+            ]
         return "\n".join([*lines, self.comparison.table()])
 
 
@@ -179,6 +189,16 @@ def analyze_pose(
     rows["current"] = (scalar, metrics.measure_pose(setup, skin_armature_space(current), deform))
     rows.update((name, row) for name, row in both.rows.items() if name not in rows)
 
+    fields = {"current": current, **{name: factor for name, (factor, _m) in both.rows.items()}}
+    if isinstance(auto, Mapping):
+        fields.update(auto)
+    else:
+        fields["AUTO"] = auto
+    fold_setup = folds.prepare_folds(rest, triangles, metrics.blended_vertices(binding.weights))
+    lbs, dqs = skin_armature_space(0.0), skin_armature_space(1.0)
+    summaries = {name: folds.summarize(fold_setup, folds.folds_beyond(fold_setup, lbs, dqs, fields[name]))
+                 for name in rows if fields.get(name) is not None}
+
     labels, owners = joint_labels(bones)
     joints = [js.child for js in setup.joints]
     heads = set(bones.virtual_base.tolist())
@@ -191,4 +211,5 @@ def analyze_pose(
         labels={c: labels[c] for c in joints},
         bones={c: owners[c] for c in joints},
         heads=frozenset(c for c in joints if c in heads),
+        fold_rows=summaries,
     )

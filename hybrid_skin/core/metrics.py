@@ -47,9 +47,7 @@ __all__ = [
     "PoseMeasure",
     "best_global_factor",
     "compare_factors",
-    "crease_changes",
     "cross_section_radii",
-    "interior_edges",
     "is_closed",
     "measure_pose",
     "prepare_measures",
@@ -463,32 +461,3 @@ def largest_factor_step(
         edges = edges[np.asarray(blended)[edges].all(axis=1)]
     return float(np.abs(f[edges[:, 0]] - f[edges[:, 1]]).max()) if len(edges) else 0.0
 
-
-def interior_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The edges two triangles share: ``(E, 2)`` vertex pairs and ``(E, 2)`` the two triangles of each."""
-    tri = np.asarray(triangles, dtype=np.int64)
-    edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
-    faces = np.tile(np.arange(tri.shape[0]), 3)
-    order = np.lexsort((edges[:, 1], edges[:, 0]))
-    edges, faces = edges[order], faces[order]
-    _, first, count = np.unique(edges, axis=0, return_index=True, return_counts=True)
-    pick = first[count == 2]  # sorted: the edge's two entries are neighbours
-    return edges[pick], np.column_stack([faces[pick], faces[pick + 1]])
-
-
-def crease_changes(
-    rest_positions: np.ndarray, positions: np.ndarray, triangles: np.ndarray, faces: np.ndarray
-) -> np.ndarray:
-    """Degrees by which the dihedral angle across each edge changed from rest: ``faces`` ``(E, 2)`` the two
-    triangles of each edge (:func:`interior_edges`). A fold the deformation makes (or a seam a factor field
-    makes where it steps) shows as a large change; a smooth bend of a fine mesh changes each by little."""
-    tri = np.asarray(triangles)
-
-    def angles(p: np.ndarray) -> np.ndarray:
-        p = np.asarray(p, dtype=np.float64)
-        n = np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])
-        n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-300)
-        cos = np.clip(np.einsum("ec,ec->e", n[faces[:, 0]], n[faces[:, 1]]), -1.0, 1.0)
-        return np.degrees(np.arccos(cos))
-
-    return np.abs(angles(positions) - angles(rest_positions))

@@ -100,9 +100,9 @@ def test_operator_equals_core_metrics_on_arrays_read_in_the_test(addon, analyze,
     result = run(analyze, cyl)
 
     # Everything below reads Blender directly and calls only the numpy core: armature space is world space.
-    autofactor, metrics, skinning = (
+    autofactor, folds, metrics, skinning = (
         importlib.import_module(f"{addon.__name__}.core.{name}")
-        for name in ("autofactor", "metrics", "skinning")
+        for name in ("autofactor", "folds", "metrics", "skinning")
     )
     n = len(cyl.data.vertices)
     co = np.array([v.co[:] for v in cyl.data.vertices])
@@ -162,6 +162,19 @@ def test_operator_equals_core_metrics_on_arrays_read_in_the_test(addon, analyze,
             np.testing.assert_allclose(
                 getattr(got.joint(1), field), getattr(measure.joint(1), field), atol=F32_ATOL, err_msg=field
             )
+    # Folds beyond both LBS and DQS, per row, over the edges whose two vertices blend.
+    fold_setup = folds.prepare_folds(rest, triangles, (weights > 1e-3).sum(axis=1) >= 2)
+    assert len(fold_setup.edges) > 300  # the edges of the blend zone alone
+    fields = {"LBS": 0.0, "DQS": 1.0, "current": current[mode], "best": rows["best"][0], **auto}
+    assert list(result.fold_rows) == list(rows)
+    for name, field in fields.items():
+        beyond = folds.folds_beyond(fold_setup, skin_here(0.0), skin_here(1.0), field)
+        got = result.fold_rows[name]
+        assert (got.over_limit, got.over_30, got.measured) == (
+            int((beyond > 10.0).sum()), int((beyond > 30.0).sum()), len(beyond)
+        ), name
+        np.testing.assert_allclose(got.worst, max(beyond.max(), 0.0), atol=1e-3, err_msg=name)
+    assert result.fold_rows["LBS"].over_limit == result.fold_rows["DQS"].over_limit == 0
     # The pose is a real trade-off: LBS collapses and DQS bulges more than the best factor.
     best = rows["best"][1].joint(1)
     assert rows["LBS"][1].joint(1).collapse > best.collapse and rows["DQS"][1].joint(1).bulge > best.bulge

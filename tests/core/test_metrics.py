@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybrid_skin.core import metrics
 from hybrid_skin.core.metrics import (
     MeasureSetup,
     PoseMeasure,
@@ -193,27 +192,3 @@ def test_compare_factors_rows_and_best_factor() -> None:
         )
         assert len(result.table().splitlines()) == 1 + len(result.rows)
 
-
-@pytest.mark.parametrize("fold", [0.0, 30.0, 90.0, 135.0])
-def test_crease_change_of_a_hinge_is_its_fold(fold: float) -> None:
-    """Two triangles sharing the edge along X, flat at rest; one turned by ``fold`` degrees about that
-    edge: the crease change is the fold, whatever rigid motion moves the pair; the open edges have none."""
-    triangles = np.array([[0, 1, 2], [1, 0, 3]])
-    flat = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 1.0, 0.0], [0.5, -1.0, 0.0]])
-    a = np.radians(fold)
-    folded = flat.copy()
-    folded[3] = [0.5, -np.cos(a), np.sin(a)]
-    edges, faces = metrics.interior_edges(triangles)
-    np.testing.assert_array_equal(edges, [[0, 1]])
-    assert sorted(faces[0]) == [0, 1]
-    rotation = np.linalg.qr(np.random.default_rng(3).normal(size=(3, 3)))[0]
-    moved = folded @ rotation.T + [2.0, -1.0, 0.5]
-    np.testing.assert_allclose(metrics.crease_changes(flat, moved, triangles, faces), [fold], atol=1e-6)
-
-
-def test_interior_edges_leave_out_open_and_non_manifold_edges() -> None:
-    """Only edges with exactly two triangles: a fan of three triangles around one edge has none there."""
-    triangles = np.array([[0, 1, 2], [1, 0, 3], [0, 1, 4], [2, 1, 5]])
-    edges, faces = metrics.interior_edges(triangles)
-    np.testing.assert_array_equal(edges, [[1, 2]])
-    assert sorted(faces[0]) == [0, 3]

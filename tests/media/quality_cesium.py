@@ -7,8 +7,9 @@ table gives bulge, shrink and the local volume change at the frame where the joi
 the frames where it bends at least 30°, how often Auto (round) is at least as good as Auto 0.1; then each Auto
 profile's largest factor step across an edge whose vertices blend, over the whole mesh and walk; then what
 those steps do to the surface: how much the dihedral angle across each edge of the blended regions changes
-from rest (``metrics.crease_changes``) under LBS, DQS and each Auto profile, and how often an Auto profile
-folds an edge by more than 30° beyond what both LBS and DQS do there.
+from rest (a *fold*, ``core.folds``) under LBS, DQS, single factors and each Auto profile, and how often each
+folds an edge by more than 10° and 30° beyond what both LBS and DQS do there, and beyond the uniform hybrid
+at the edge's own factor too (the fold a factor's variation adds, which no single factor makes).
 CesiumMan's knee and elbow regions are no tubes around the bones (the weights reach far into the thigh,
 the mesh has clothing folds), so even LBS shows a large "bulge": compare the methods with each other, not
 with the canonical limbs.
@@ -30,7 +31,7 @@ import numpy as np  # noqa: E402
 import hybrid_skin  # noqa: E402
 from hybrid_skin import bridge  # noqa: E402
 from hybrid_skin.analyze import operators as analyze_ops  # noqa: E402
-from hybrid_skin.core import autofactor, metrics  # noqa: E402
+from hybrid_skin.core import autofactor, folds, metrics  # noqa: E402
 from hybrid_skin.rig import bind  # noqa: E402
 from tests.support.assets import import_gltf, play  # noqa: E402
 
@@ -45,6 +46,8 @@ METHODS = {
     "AUTO_KEEP_VOLUME": "Auto, keep volume",
 }
 FRAME_STEP = 2.0
+#: Single factors whose folds are measured next to the Auto profiles'.
+CONSTANTS = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
 def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[float, float]], dict]:
@@ -59,58 +62,74 @@ def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[
     out: dict[str, list] = {name: [] for name in JOINTS}
     steps = {profile: (0.0, start) for profile in autofactor.PROFILES}
     triangles = bridge.triangle_vertices(man.data)
-    edges, faces = metrics.interior_edges(triangles)
-    folds: dict[str, list] = {}
+    summaries: dict[str, list] = {}
     for frame in np.arange(start, end + 1e-6, FRAME_STEP):
         play(arm, action, float(frame))
         bpy.context.view_layer.objects.active = man
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
         result = analyze_ops._state().analyses[man.session_uid]
         angles = bend_angles(man)
-        frame_steps, frame_folds = surface(man, triangles, edges, faces)
+        frame_steps, frame_folds = surface(man, triangles, int(frame))
         for profile, step in frame_steps.items():
             steps[profile] = max(steps[profile], (step, float(frame)))
-        for method, change in frame_folds.items():
-            folds.setdefault(method, []).append(change)
+        for method, found in frame_folds.items():
+            summaries.setdefault(method, []).append(found)
         for name, node in JOINTS.items():
             child = next((c for c, label in result.labels.items() if label == node), None)
             if child is None:  # the joint did not move at this frame
                 continue
             measures = {m: result.comparison.rows[m][1].joint(child) for m in METHODS}
             out[name].append((float(frame), angles[node], measures))
-    return out, steps, {m: np.concatenate(c) for m, c in folds.items()}
+    return out, steps, summaries
 
 
 def surface(
-    man: bpy.types.Object, triangles: np.ndarray, edges: np.ndarray, faces: np.ndarray
-) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    man: bpy.types.Object, triangles: np.ndarray, frame: int
+) -> tuple[dict[str, float], dict[str, tuple]]:
     """At this frame: each Auto profile's largest factor step across an edge whose two vertices blend, and
-    per method (LBS, DQS, each Auto profile) the degrees by which each interior edge (``edges``, their
-    two triangles ``faces``: ``metrics.interior_edges``) whose vertices blend changes its dihedral angle
-    from rest."""
+    per method (LBS, DQS, single factors, each Auto profile) over the interior edges whose two vertices
+    blend: the folds (``core.folds.fold_angles``), the summary beyond both LBS and DQS, and beyond the uniform
+    hybrid at each edge's factor too."""
     dg = bpy.context.evaluated_depsgraph_get()
     posed = bind.cached_bind(man, dg).posed(dg)
     blended = metrics.blended_vertices(posed.bind.binding.weights)
     factors = {p: posed.auto_factors(p) for p in autofactor.PROFILES}
     steps = {p: metrics.largest_factor_step(f, triangles, blended) for p, f in factors.items()}
-    rest, inner = posed.bind.rest_positions, faces[blended[edges].all(axis=1)]
-    fields = {"LBS": 0.0, "DQS": 1.0, **factors}
-    folds = {m: metrics.crease_changes(rest, posed.skin(f)[0], triangles, inner) for m, f in fields.items()}
-    return steps, folds
+    setup = folds.prepare_folds(posed.bind.rest_positions, triangles, blended)
+    lbs, dqs = posed.skin(0.0)[0], posed.skin(1.0)[0]
+    fields = {"LBS": 0.0, "DQS": 1.0, **{f"f = {c:g}": c for c in CONSTANTS}, **factors}
+    out = {}
+    for method, field in fields.items():
+        angles = folds.fold_angles(setup, posed.skin(field)[0])
+        beyond = folds.summarize(setup, folds.folds_beyond(setup, lbs, dqs, field), frame)
+        hybrid = folds.summarize(setup, folds.folds_beyond(setup, lbs, dqs, field, uniform=True), frame)
+        out[method] = (angles, beyond, hybrid)
+    return steps, out
 
 
-def crease_summary(folds: dict[str, np.ndarray], beyond: float = 30.0) -> str:
-    """Per method the 99th percentile and the largest crease change; per Auto profile how many edge-frames
-    it folds by more than ``beyond`` degrees beyond both LBS and DQS."""
-    ends = np.maximum(folds["LBS"], folds["DQS"])
-    parts = []
-    for method, change in folds.items():
-        line = f"{method} {np.percentile(change, 99):.1f}° / {change.max():.1f}°"
-        if method not in ("LBS", "DQS"):
-            line += f" ({int(np.sum(change > ends + beyond))} beyond both by {beyond:g}°)"
-        parts.append(line)
-    return (f"crease change at blended edges over the walk ({len(ends)} edge-frames), 99th percentile / "
-            "largest: " + ", ".join(parts))
+def fold_table(summaries: dict[str, list]) -> str:
+    """Per method over the walk: the folds' 99th percentile and largest, then the edge-frames folded more
+    than 10° and 30° beyond both LBS and DQS (and the worst, where), and more than 10° beyond the uniform
+    hybrid at the edge's factor too."""
+    lines = [
+        "| method | 99th percentile | largest | > 10° beyond both | > 30° beyond both | worst beyond both "
+        "(frame, edge) | > 10° beyond the uniform hybrid too |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    measured = 0
+    for method, per_frame in summaries.items():
+        angles = np.concatenate([a for a, _b, _h in per_frame])
+        beyond = sum((b for _a, b, _h in per_frame[1:]), per_frame[0][1])
+        hybrid = sum((h for _a, _b, h in per_frame[1:]), per_frame[0][2])
+        measured = beyond.measured
+        ends = method in ("LBS", "DQS")
+        cells = [f"{np.percentile(angles, 99):.1f}°", f"{angles.max():.1f}°"]
+        cells += ["—"] * 4 if ends else [
+            str(beyond.over_limit), str(beyond.over_30),
+            f"{beyond.worst:.0f}° ({beyond.worst_pose}, {beyond.worst_edge})", str(hybrid.over_limit),
+        ]
+        lines.append("| " + " | ".join([method, *cells]) + " |")
+    return f"folds at blended interior edges over the walk ({measured} edge-frames)\n" + "\n".join(lines)
 
 
 def bend_angles(man: bpy.types.Object) -> dict[str, float]:
@@ -159,14 +178,14 @@ def main() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     hybrid_skin.register()
     try:
-        samples, steps, folds = walk()
+        samples, steps, fold_summaries = walk()
         print(markdown(samples))
         print()
         print(comparison(samples))
         print()
         shown = ", ".join(f"{p} {s:.3f} (frame {f:g})" for p, (s, f) in steps.items())
         print(f"largest factor step across an edge over the walk: {shown}")
-        print(crease_summary(folds))
+        print(fold_table(fold_summaries))
     finally:
         hybrid_skin.unregister()
 

@@ -40,17 +40,24 @@ from tests.support.rigify_arm import (  # noqa: E402
 )
 
 
-def arm_rows(result: Analysis) -> dict[str, tuple[str, float | None, float, float, float]]:
-    """Per method: (factor, volume change, worst elbow bulge, elbow joint shrink, worst forearm collapse)."""
+def arm_rows(result: Analysis, bent: Analysis) -> dict[str, tuple]:
+    """Per method: (factor, volume change, worst elbow bulge, elbow joint shrink, worst forearm collapse,
+    the twist's own collapse, the edges' folds beyond both LBS and DQS). The twist's own collapse is the
+    largest, over the forearm's joints, of the collapse with the twist minus the collapse of the same
+    bend without it (``bent``): the candy wrapper apart from the bend's flattening."""
     rows = {}
     for name, (factor, measure) in result.comparison.rows.items():
         elbow = [j.bulge for j in measure.joints if result.bones[j.joint] in ELBOW]
         shrink = [j.shrink for j in measure.joints if result.labels[j.joint] == ELBOW_HEAD]
         forearm = [j.collapse for j in measure.joints if result.bones[j.joint] in FOREARM]
+        alone = {j.joint: j.collapse for j in bent.comparison.rows[name][1].joints}
+        twist = [
+            j.collapse - alone.get(j.joint, 0.0) for j in measure.joints if result.bones[j.joint] in FOREARM
+        ]
         shown = "auto" if factor is None else f"{factor:.2f}"
         rows[name] = (
             shown, measure.volume_change, max(elbow, default=0.0), max(shrink, default=0.0),
-            max(forearm, default=0.0),
+            max(forearm, default=0.0), max(max(twist, default=0.0), 0.0), result.fold_rows[name],
         )
     return rows
 
@@ -72,8 +79,9 @@ def _percent(value: float | None, sign: str = "") -> str:
 def markdown(bend: float, twist: float, rows: dict, twisted: str = "forearm") -> str:
     """One line per method, the quality tables' layout."""
     lines = [
-        "| pose | method | f | volume | bulge (elbow) | shrink (elbow joint) | collapse (forearm) |",
-        "|---|---|---|---|---|---|---|",
+        "| pose | method | f | volume | bulge (elbow) | shrink (elbow joint) | collapse (forearm) "
+        "| the twist's collapse (forearm) | folds > 10° beyond both (worst) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     labels = {
         "LBS": "LBS", "DQS": "DQS", "current": "f = 0.5", "best": "best single f",
@@ -84,7 +92,9 @@ def markdown(bend: float, twist: float, rows: dict, twisted: str = "forearm") ->
         row = rows[name]
         pose = f"Rigify arm: elbow {bend:g}° + {twisted} twist {twist:g}°" if i == 0 else ""
         factor = "per vertex" if row[0] == "auto" else row[0]
-        measures = [_percent(row[k], sign) for k, sign in ((1, "+"), (2, ""), (3, ""), (4, ""))]
+        measures = [_percent(row[k], sign) for k, sign in ((1, "+"), (2, ""), (3, ""), (4, ""), (5, ""))]
+        folds = row[6]
+        measures.append("—" if name in ("LBS", "DQS") else f"{folds.over_limit} ({folds.worst:.0f}°)")
         lines.append("| " + " | ".join([pose, label, factor, *measures]) + " |")
     return "\n".join(lines)
 
@@ -110,15 +120,19 @@ def main(argv: list[str]) -> None:
         bpy.ops.preferences.addon_enable(module="rigify")
         rig = rigify_human()
         arm = arm_tube(rig)
-        pose_arm(rig, args.bend, args.twist, args.twist_bone)
+        pose_arm(rig, args.bend, 0.0, args.twist_bone)
         bpy.context.view_layer.objects.active = arm
         bpy.ops.hybrid_skin.add()
         arm.hybrid_skin.deform_factor = 0.5
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
+        bent = analyze_ops._state().analyses[arm.session_uid]
+        pose_arm(rig, args.bend, args.twist, args.twist_bone)
+        bpy.context.view_layer.update()
+        assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
         result = analyze_ops._state().analyses[arm.session_uid]
         if args.details:
             print(result.table())
-        print(markdown(args.bend, args.twist, arm_rows(result), args.twist_bone.split("_")[0]))
+        print(markdown(args.bend, args.twist, arm_rows(result, bent), args.twist_bone.split("_")[0]))
         print()
         print(f"largest factor step across an edge: {factor_steps(arm)}")
         for picture, profile in ((args.picture, "ROUND"), (args.picture_joint, "JOINT")):
