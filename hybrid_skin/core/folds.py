@@ -36,7 +36,7 @@ __all__ = [
     "summarize",
 ]
 
-#: Degrees a factor field may fold an edge beyond its references before it counts (the quality target: docs/quality.md).
+#: Degrees a factor field may fold an edge beyond its references before it counts (docs/quality.md).
 FOLD_LIMIT = 10.0
 
 
