@@ -287,6 +287,7 @@ def _set_up(obj: bpy.types.Object, reader: str | None, depsgraph: bpy.types.Deps
     state = rig_state()
     state.vertex_data[obj.session_uid] = bound.serial if bound is not None else 0
     state.tree_sources[obj.session_uid] = source
+    state.attribute_auto[obj.session_uid] = rec.auto == AUTO_ATTRIBUTE  # the handlers' cache of the record
     return True
 
 
