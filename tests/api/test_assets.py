@@ -53,3 +53,36 @@ def test_cesium_man_normalises_partial_weights(addon, assets):
     for frame in (5.0, 17.5, 31.0):
         play(arm, act, frame)
         compare_all(addon.api, [man], f"CesiumMan@{frame}")
+
+
+def test_robot_expressive_single_factors_fold_nothing_beyond_lbs_and_dqs(addon, assets):
+    """The fold measure of docs/quality.md on RobotExpressive's hands and forearms, at the clips and frames
+    where Round folds most (tests/media/quality_robot.py measures every clip): a single factor and Auto 0.1
+    (per joint) fold no edge more than ``FOLD_LIMIT`` (10°) beyond both LBS's and DQS's fold, while LBS and
+    DQS themselves fold edges by tens of degrees there (the measure sees real folds)."""
+    import importlib
+
+    modules = {m: importlib.import_module(f"{addon.__name__}.{m}") for m in
+               ("rig.bind", "bridge", "core.folds", "core.metrics")}
+    folds, metrics = modules["core.folds"], modules["core.metrics"]
+    arm, skinned = import_gltf(assets / "RobotExpressive.glb")
+    for obj in skinned:
+        bpy.context.view_layer.objects.active = obj
+        assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    largest = 0.0
+    for action, frames in (("Dance", (0.0, 18.0, 72.0)), ("ThumbsUp", (16.0, 18.0, 34.0))):
+        for frame in frames:
+            play(arm, clip_action(action), frame)
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            for obj in skinned:
+                posed = modules["rig.bind"].cached_bind(obj, depsgraph).posed(depsgraph)
+                blended = metrics.blended_vertices(posed.bind.binding.weights)
+                triangles = modules["bridge"].triangle_vertices(obj.data)
+                setup = folds.prepare_folds(posed.bind.rest_positions, triangles, blended)
+                lbs, dqs = posed.skin(0.0)[0], posed.skin(1.0)[0]
+                largest = max(largest, float(folds.fold_angles(setup, lbs).max()))
+                fields = {"f = 0.5": 0.5, "f = 0.1": 0.1, "Auto 0.1": posed.auto_factors("JOINT")}
+                for label, field in fields.items():
+                    beyond = folds.folds_beyond(setup, lbs, dqs, field)
+                    assert beyond.max() <= folds.FOLD_LIMIT, (action, frame, obj.name, label, beyond.max())
+    assert largest > 30.0, largest
