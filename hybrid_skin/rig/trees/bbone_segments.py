@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import bbone_groups
-from .bbone_groups import invert, matmul, normalized
+from . import bbone_groups, node_math
 from .builder import Builder, Socket, find_tree, new_tree, output
+from .node_math import invert, matmul, normalized
 
 __all__ = ["SAMPLES", "SEGMENTS_GROUP", "build", "shared"]
 
@@ -150,7 +150,7 @@ def _polyline(b: Builder, splines: Socket) -> tuple[Socket, dict[str, Socket]]:
             samples, name, b.sample(splines, b.named(f"spline {name}", kind), row["spline"], kind), kind
         )
         row[name] = b.named(name, kind)
-    handle_in, handle_out, scale_in, scale_out = bbone_groups.columns(b, row["Spline"])
+    handle_in, handle_out, scale_in, scale_out = node_math.columns(b, row["Spline"])
     parts = b.node("FunctionNodeSeparateMatrix", {"Matrix": row["Spline"]}).outputs
     row.update(
         {
@@ -204,7 +204,7 @@ def _joint_parameters(b: Builder, samples: Socket, row: dict[str, Socket]) -> So
         log_out = _natural_log(b, b.math("MAXIMUM", b.separate(row["Scale Out"])[1], 1e-4))
         fac = b.math("DIVIDE", step, imath(b, "SUBTRACT", segments, 1))
         scale = b.switch(
-            "FLOAT", is_segment, 0.0, b.math("EXPONENT", bbone_groups.lerp(b, log_out, log_in, fac))
+            "FLOAT", is_segment, 0.0, b.math("EXPONENT", node_math.lerp(b, log_out, log_in, fac))
         )
         samples = b.store(samples, "segment scale", scale, "FLOAT")
         scale = b.named("segment scale", "FLOAT")
@@ -279,10 +279,10 @@ def _joint_matrix(b: Builder, version: int, row: dict[str, Socket], t: Socket) -
     axis = ends(tangent, head_axis, tail_axis)
     position = ends(position, (0.0, 0.0, 0.0), end)
     roll = ends(
-        bbone_groups.lerp(b, row["Roll Out"], row["Roll In"], fac), row["Roll In"], row["Roll Out"], "FLOAT"
+        node_math.lerp(b, row["Roll Out"], row["Roll In"], fac), row["Roll In"], row["Roll Out"], "FLOAT"
     )
-    scale_x = ends(bbone_groups.lerp(b, scale_out[0], scale_in[0], fac), scale_in[0], scale_out[0], "FLOAT")
-    scale_z = ends(bbone_groups.lerp(b, scale_out[2], scale_in[2], fac), scale_in[2], scale_out[2], "FLOAT")
+    scale_x = ends(node_math.lerp(b, scale_out[0], scale_in[0], fac), scale_in[0], scale_out[0], "FLOAT")
+    scale_z = ends(node_math.lerp(b, scale_out[2], scale_in[2], fac), scale_in[2], scale_out[2], "FLOAT")
     rotation = b.group(
         bbone_groups.shared_group(bbone_groups.VECTOR_ROLL_GROUP, version), {"Vector": axis, "Roll": roll}
     )
@@ -296,7 +296,7 @@ def _joint_matrix(b: Builder, version: int, row: dict[str, Socket], t: Socket) -
             "FunctionNodeCombineTransform",
             {"Translation": position, "Rotation": rotation.outputs[0], "Scale": scale},
         ).outputs[0]
-        return matmul(b, bbone_groups.scaling(b, b.vec("DIVIDE", (1.0, 1.0, 1.0), space)), matrix)
+        return matmul(b, node_math.scaling(b, b.vec("DIVIDE", (1.0, 1.0, 1.0), space)), matrix)
 
 
 def _interp(b: Builder, a, c, t: Socket) -> Socket:
@@ -312,7 +312,7 @@ def _ease_axis(b: Builder, first: Socket, second: Socket) -> Socket:
     ratio = b.math("DIVIDE", b.vec("DOT_PRODUCT", first, first), len2)
     gap = float(np.float32(0.1))
     faded = b.vec("MULTIPLY_ADD", second, b.math("SUBTRACT", gap, b.math("SQRT", ratio)), first)
-    use = bbone_groups.both(
+    use = node_math.both(
         b,
         b.compare("NOT_EQUAL", len2, 0.0),
         b.compare("LESS_THAN", ratio, float(np.float32(gap) * np.float32(gap))),
@@ -329,13 +329,13 @@ def _deform(b: Builder, samples: Socket, row: dict[str, Socket]) -> Socket:
     channel = matmul(b, pose, invert(b, rest))
     deform = matmul(b, channel, rest, joint, invert(b, rest_joint), invert(b, rest))
     posed, joints = row["posed"], row["joint row"]
-    samples = b.store(samples, "deform", deform, "FLOAT4X4", selection=bbone_groups.both(b, joints, posed))
-    at_rest = bbone_groups.both(b, joints, bbone_groups.negate(b, posed))
+    samples = b.store(samples, "deform", deform, "FLOAT4X4", selection=node_math.both(b, joints, posed))
+    at_rest = node_math.both(b, joints, node_math.negate(b, posed))
     samples = b.store(samples, "frame", normalized(b, matmul(b, rest, joint)), "FLOAT4X4", selection=at_rest)
     frame = b.named("frame", "FLOAT4X4")
-    here = bbone_groups.point(b, frame, (0.0, 0.0, 0.0))
-    ahead = bbone_groups.point(b, at(b, frame, imath(b, "ADD", index, 1)), (0.0, 0.0, 0.0))
-    behind = bbone_groups.point(b, at(b, frame, imath(b, "SUBTRACT", index, 1)), (0.0, 0.0, 0.0))
+    here = node_math.point(b, frame, (0.0, 0.0, 0.0))
+    ahead = node_math.point(b, at(b, frame, imath(b, "ADD", index, 1)), (0.0, 0.0, 0.0))
+    behind = node_math.point(b, at(b, frame, imath(b, "SUBTRACT", index, 1)), (0.0, 0.0, 0.0))
     last = b.compare("EQUAL", row["step"], row["Segments"], data_type="INT")
     length = b.switch(
         "FLOAT",
