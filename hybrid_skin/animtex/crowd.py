@@ -29,7 +29,7 @@ import numpy as np
 from .. import bridge, runtime
 from ..core.animtex import Kind, texture_from_metadata
 from ..core.animtex.crowd import CrowdLayout, crowd_layout, crowd_texels, crowd_vertices
-from ..core.animtex.metadata import loads as load_sidecar
+from ..core.animtex.sidecar import loads as load_sidecar
 from ..draw import shaders
 from ..draw.buffers import float_texture, vertex_buffer
 from ..draw.readback import draw_points, render_rgba

@@ -1,12 +1,12 @@
 """Vertex and bone animation textures for GPU-instanced crowds (Johansson 2021), numpy only.
 
-Pipeline: the Blender side samples each clip (skinned positions/normals, or bone skinning
-matrices) → :mod:`.encode` builds ``(H, W, 4)`` pixels in the chosen :class:`Precision` on a
-:mod:`.layout` (an :class:`~.texture.AnimationTexture`, optionally with its own binary
-:mod:`.header`) → :mod:`.metadata` writes the JSON sidecar (validated by the shipped ``schema.json``)
-→ :mod:`.decode` plays it back exactly as ``shaders/animtex_*.glsl`` do → :mod:`.report` measures
-the error against the rig and picks the cheapest encoding within a tolerance. Motion of the mesh
-object itself (root motion) is not in the texture: :mod:`.root_motion` writes it as a per-clip track.
+Pipeline: the Blender side samples each clip (skinned positions/normals, or bone skinning matrices) →
+:mod:`.encode` builds ``(H, W, 4)`` pixels in the chosen :class:`Precision` on a :mod:`.layout` (an
+:class:`~.texture.AnimationTexture`, optionally with its own binary :mod:`.header`) → :mod:`.metadata`
+writes the JSON sidecar (validated by the shipped ``schema.json``; :mod:`.sidecar` reads it back) →
+:mod:`.decode` plays it back exactly as ``shaders/animtex_*.glsl`` do → :mod:`.report` measures the
+error against the rig and picks the cheapest encoding within a tolerance. Motion of the mesh object
+itself (root motion) is not in the texture: :mod:`.root_motion` writes it as a per-clip track.
 """
 
 from .auto import AutoBake, TextureAuto
@@ -24,14 +24,7 @@ from .encode import (
 )
 from .header import read_embedded
 from .layout import TEXELS_PER_ITEM, Clip, Kind, TextureLayout, frame_pair, plan_layout
-from .metadata import (
-    FORMAT_VERSION,
-    build_metadata,
-    dumps,
-    load_schema,
-    loads,
-    texture_from_metadata,
-)
+from .metadata import FORMAT_VERSION, build_metadata, dumps
 from .pose_bounds import ClipBounds, pose_bounds
 from .quantize import Precision, error_bound
 from .report import (
@@ -44,6 +37,7 @@ from .report import (
     pick_encoding,
 )
 from .root_motion import root_motion_at, root_motion_matrices, root_motion_track
+from .sidecar import load_schema, loads, texture_from_metadata
 from .texture import AnimationTexture
 
 __all__ = [
