@@ -20,7 +20,7 @@ from ..errors import HybridSkinError
 from . import auto_data, bind, setup
 from .state import rig_state
 
-__all__ = ["WRITE_DELAY_S", "follow", "forget", "refresh", "write_queued"]
+__all__ = ["WRITE_DELAY_S", "follow", "forget", "refresh", "write_now", "write_queued"]
 
 #: Seconds between a change whose write waits for a timer and the write; again while the tool runs.
 WRITE_DELAY_S = 0.2
@@ -59,6 +59,16 @@ def follow(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
         _queue(obj)
         return
     _write(obj, depsgraph)
+
+
+def write_now(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
+    """Write the factors of ``depsgraph``'s pose whatever the Factor Mode is now (a save of an object whose
+    keys choose Auto at other times)."""
+    try:
+        auto_data.write_factors(obj, bind.cached_bind(obj, depsgraph, check_rest=False).posed(depsgraph))
+        rig_state().auto_written.pop(obj.session_uid, None)
+    except HybridSkinError as err:
+        runtime.get().report_once(obj, err)
 
 
 def _write(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:

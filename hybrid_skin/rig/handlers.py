@@ -105,8 +105,12 @@ def on_save_pre(*_args) -> None:
             with bind.own_edits([obj]):
                 setup.preview.show(obj, rec)
                 setup.store(obj, rec)
-        if rec.auto == setup.AUTO_ATTRIBUTE and obj.hybrid_skin.factor_mode == "AUTO":
+        keyed = obj.hybrid_skin.factor_mode != "AUTO" and mirror.may_choose_auto(obj)
+        if rec.auto == setup.AUTO_ATTRIBUTE and (obj.hybrid_skin.factor_mode == "AUTO" or keyed):
             frame = bpy.context.scene.frame_current
+            if keyed:  # not Auto now, so not written at this frame: the file gets this frame's factors
+                with bind.own_edits([obj]):
+                    auto_follow.write_now(obj, bpy.context.view_layer.depsgraph)
             print(
                 f"Hybrid Skin: '{obj.name}' is saved with Auto's factors of frame {frame} "
                 f"({rec.auto_reason}): "
@@ -213,7 +217,7 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
             auto_follow.refresh(obj, rec, depsgraph)
             rec = setup.readable(obj)
         if (obj.session_uid in ids or animation) and rec is not None and rec.parts:
-            _mirror(obj, rec)
+            _mirror(obj, rec, depsgraph)
         auto_follow.follow(obj, rec, depsgraph)
 
 
@@ -298,7 +302,10 @@ def _mirror_all(state: RigState) -> None:
             _mirror(obj, rec)
 
 
-def _mirror(obj: bpy.types.Object, rec) -> None:
+def _mirror(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph | None = None) -> None:
+    """The settings' animation copied to the Mix modifier (``depsgraph``: the handler's evaluation, else the
+    view layer's as it stands); keys that choose Auto where the Mix tree has no Auto nodes get them now,
+    so the file renders Auto where the add-on is not installed."""
     mix = parts.find(obj, rec.parts)[parts.MIX]
     if mix is None:
         return
@@ -306,6 +313,8 @@ def _mirror(obj: bpy.types.Object, rec) -> None:
     if mirrored != rec.mirrored:
         rec.mirrored = mirrored
         setup.store(obj, rec)
+    if rec.auto == setup.AUTO_NONE and obj.mode == "OBJECT" and mirror.may_choose_auto(obj):
+        setup.rebuild(obj, depsgraph or bpy.context.view_layer.depsgraph)
 
 
 def _viewport_rendering() -> bool:

@@ -17,7 +17,7 @@ from bpy_extras import anim_utils
 from .. import bridge
 from .trees.stack_trees import MIX_INPUTS
 
-__all__ = ["SOURCES", "remove", "sync"]
+__all__ = ["SOURCES", "may_choose_auto", "remove", "sync"]
 
 #: The settings whose animation reaches the Mix modifier, and the input each reaches.
 SOURCES = {"hybrid_skin.deform_factor": MIX_INPUTS.deform_factor, "hybrid_skin.factor_mode": MIX_INPUTS.mode}
@@ -66,6 +66,24 @@ def _places(obj: bpy.types.Object) -> list[tuple[str, object]]:
         if bag is not None:
             out.append((f"{action.name}\x1f{slot.identifier}", bag.fcurves))
     return out
+
+
+#: The Factor Mode item Auto, as keys and the Mix input hold it (its number in ``properties.FACTOR_MODES``).
+_AUTO_NUMBER = 2
+_MODE_PATH = "hybrid_skin.factor_mode"
+
+
+def may_choose_auto(obj: bpy.types.Object) -> bool:
+    """Whether the object's animation can set *Factor Mode* to Auto at some time: a key of Auto in any of
+    its actions, or a driver on it (whose value is known only when it runs). The Mix tree needs its Auto
+    nodes then, although the mode is another one now: a farm without the add-on renders the keyed Auto."""
+    for key, curves in _places(obj):
+        for curve in curves:
+            if curve.data_path != _MODE_PATH:
+                continue
+            if key == _DRIVERS or any(round(k.co[1]) == _AUTO_NUMBER for k in curve.keyframe_points):
+                return True
+    return False
 
 
 def sync(obj: bpy.types.Object, mix: bpy.types.NodesModifier, mirrored: list) -> list:

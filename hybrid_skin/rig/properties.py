@@ -83,6 +83,13 @@ def _set_auto_profile(self, value: int) -> None:
 class HybridSkinSettings(bpy.types.PropertyGroup):
     """Hybrid Skin settings of a mesh object"""
 
+    def keep_auto_profile(self) -> None:
+        """Store the profile read now if none is stored: its keys may switch the Factor Mode between Auto and
+        another mode, and the profile must not follow the mode (an object in Auto with no profile stored
+        reads Per Joint, as files saved before profiles existed)."""
+        if self.auto_profile_stored == _NOT_CHOSEN:
+            self.auto_profile_stored = _AUTO_PROFILE_NUMBERS[self.auto_profile]
+
     enabled: BoolProperty(
         name="Enabled", description="Deform with Hybrid Skin", default=False, update=_settings_changed
     )

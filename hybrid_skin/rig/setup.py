@@ -264,7 +264,10 @@ def _set_up(obj: bpy.types.Object, reader: str | None, depsgraph: bpy.types.Deps
     except HybridSkinError as err:  # set up anyway: Blender's LBS/DQS mix needs no bind; Auto waits for one
         runtime.get().report_once(obj, err)
         bound = None
-    if settings.factor_mode == "AUTO":
+    keyed_auto = mirror.may_choose_auto(obj)
+    if keyed_auto and is_local(obj):
+        settings.keep_auto_profile()  # one profile at every frame, in every path (the Mix input is set once)
+    if settings.factor_mode == "AUTO" or keyed_auto:
         source, reason = auto_data.source(obj, bound, depsgraph)
     else:
         source, reason = auto_tree.NotChosen(), ""
@@ -375,8 +378,10 @@ def sync(
     if stale == "older" and obj.mode == "OBJECT":  # a tree of an earlier build: built again, as today's
         _apply(obj, reader, depsgraph)
         return
-    if rec.auto == AUTO_NONE and settings.factor_mode == "AUTO" and obj.mode == "OBJECT":
-        _apply(obj, reader, depsgraph)  # Auto chosen without its update (a key): its nodes are built now
+    if rec.auto == AUTO_NONE and obj.mode == "OBJECT" and (
+        settings.factor_mode == "AUTO" or mirror.may_choose_auto(obj)
+    ):
+        _apply(obj, reader, depsgraph)  # Auto chosen or keyed without its update: its nodes are built now
         return
     if obj.mode in ("OBJECT", *PAINT_MODES) and not parts.in_place(obj, mod, found):
         runtime.get().report_once(

@@ -209,3 +209,81 @@ def test_the_setup_is_void_without_its_parts(addon, saved):
         obj = bpy.data.objects["Cylinder"]
         lbs = native_positions(obj, 0.0)
         assert np.abs(lbs - truth[f"{SAVED_AT}+0.0"]).max() > 1e-3, name
+
+
+def _key_mode_auto_at(obj: bpy.types.Object, frame: int) -> None:
+    """Key Factor Mode Global at frame 1 and Auto at ``frame`` as a script does (the second key's value
+    edited in its F-Curve): no update of the setting runs, so nothing chose Auto in this session."""
+    from bpy_extras import anim_utils
+
+    obj.hybrid_skin.factor_mode = "GLOBAL"
+    for at in (1, frame):
+        obj.keyframe_insert("hybrid_skin.factor_mode", frame=at)
+    anim = obj.animation_data
+    curve = anim_utils.action_get_channelbag_for_slot(anim.action, anim.action_slot).fcurves.find(
+        "hybrid_skin.factor_mode"
+    )
+    curve.keyframe_points[1].co[1] = 2.0  # Auto's number (properties.FACTOR_MODES)
+    curve.update()
+    bpy.context.view_layer.update()
+
+
+@pytest.mark.parametrize("chosen", [None, "JOINT"])
+@pytest.mark.parametrize("order", ["keys, then Add", "Add, then keys"])
+def test_factor_mode_keyed_to_auto_renders_auto_without_the_add_on(addon, tmp_path, capfd, order, chosen):
+    """Factor Mode keyed Global, then Auto at frame 7, saved at frame 2 before any frame in Auto was shown:
+    the file still holds Auto (its nodes are built for the keys, not only for the mode shown now), so a
+    Blender without the add-on renders Auto from frame 7 on. With no profile chosen, the profile is Round
+    at every frame (it does not turn into Per Joint, what an old file in Auto reads, when a key selects
+    Auto). On Blender before 5.2 the file holds the factors of the frame it was saved at, and the save
+    says so once. (This limb's Round is DQS at frame 9; Per Joint is not, so a missing Auto would show.)"""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    arm, obj = rig(display="EVALUATED")  # Hybrid Skin added, Global
+    if chosen is not None:
+        obj.hybrid_skin.auto_profile = chosen
+    if order == "keys, then Add":
+        bpy.ops.hybrid_skin.remove()
+        _key_mode_auto_at(obj, 7)
+        assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    else:
+        _key_mode_auto_at(obj, 7)
+    scene.frame_set(2)  # after the setup's frame: on Blender before 5.2 the save writes this frame's factors
+    assert obj.hybrid_skin.factor_mode == "GLOBAL"
+    path = tmp_path / "keyed_mode.blend"
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
+    said = capfd.readouterr().out
+    bind = importlib.import_module(addon.__name__ + ".rig.bind")
+    dg = bpy.context.evaluated_depsgraph_get()
+    saved_factors = bind.cached_bind(obj, dg).posed(dg).auto_factors()
+    if not _bone_info():
+        assert said.count("is saved with Auto's factors of frame 2") == 1, said
+    truth, in_auto = {}, 0
+    for frame, sub in (*SAMPLES, *((f, 0.0) for f in RENDERED)):
+        scene.frame_set(frame, subframe=sub)
+        if obj.hybrid_skin.factor_mode == "AUTO":
+            in_auto += 1
+            dg = bpy.context.evaluated_depsgraph_get()
+            assert obj.hybrid_skin.auto_profile == (chosen or "ROUND"), "the profile followed the mode"
+            factors = bind.cached_bind(obj, dg).posed(dg).auto_factors() if _bone_info() else saved_factors
+            if chosen == "JOINT":  # Auto nodes missing would give factor 1 (DQS): this profile is not it
+                assert np.abs(native_positions(obj, factors) - native_positions(obj, 1.0)).max() > 1e-3
+        else:
+            factors = obj.hybrid_skin.deform_factor
+        truth[f"{frame}+{sub}"] = native_positions(obj, factors)
+    assert in_auto >= 2, "no sample is in Auto: the test could not fail"
+    bpy.ops.wm.read_homefile(use_empty=True)
+    env = dict(os.environ, BLENDER_USER_RESOURCES=tempfile.mkdtemp(prefix="fresh_blender_"))
+    args = json.dumps([{"keyed": str(path)}, SAMPLES, RENDERED, str(tmp_path)])
+    run = subprocess.run(
+        [sys.executable, "-c", _FRESH, args], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    fresh = json.loads((tmp_path / "fresh.json").read_text())
+    for frame, sub in SAMPLES:
+        key = f"{frame}+{sub}"
+        assert_close(np.array(fresh[f"keyed/{key}"]), truth[key], f"{order}: at {key}, no add-on")
+    for frame in range(RENDERED[0], RENDERED[1] + 1):
+        got = np.array(fresh[f"keyed/render {frame}"])
+        assert_close(got, truth[f"{frame}+0.0"], f"{order}: rendered frame {frame}, no add-on")
