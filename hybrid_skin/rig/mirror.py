@@ -1,12 +1,13 @@
 """Animation of the Hybrid Skin settings, copied to the Mix modifier's inputs, where Blender evaluates it
 without the add-on.
 
-A keyframed or driven *Deform Factor* or *Factor Mode* lives on ``hybrid_skin.deform_factor`` /
-``hybrid_skin.factor_mode``: the add-on's own properties, which Blender cannot evaluate where the add-on is
-not installed. Each such F-Curve (in the object's action, for its slot, and in the actions of its NLA strips)
-and driver gets a copy on the matching Mix input, in the same place (:func:`sync`). The user's own curves are
-never changed; the copies are recorded (``DisplayRecord.mirrored``) and removed with the setup
-(:func:`remove`). A copy follows its source whenever the source changes (keys moved, a driver edited).
+A keyframed or driven *Deform Factor*, *Factor Mode* or *Auto Profile* lives on
+``hybrid_skin.deform_factor``, ``hybrid_skin.factor_mode`` or ``hybrid_skin.auto_profile``: the add-on's own
+properties, which Blender cannot evaluate where the add-on is not installed. Each such F-Curve (in the
+object's action, for its slot, and in the actions of its NLA strips) and driver gets a copy on the matching
+Mix input, in the same place (:func:`sync`). The user's own curves are never changed; the copies are
+recorded (``DisplayRecord.mirrored``) and removed with the setup (:func:`remove`). A copy follows its source
+whenever the source changes (keys moved, a driver edited).
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from .trees.stack_trees import MIX_INPUTS
 __all__ = ["SOURCES", "may_choose_auto", "remove", "sync"]
 
 #: The settings whose animation reaches the Mix modifier, and the input each reaches.
-SOURCES = {"hybrid_skin.deform_factor": MIX_INPUTS.deform_factor, "hybrid_skin.factor_mode": MIX_INPUTS.mode}
+SOURCES = {
+    "hybrid_skin.deform_factor": MIX_INPUTS.deform_factor,
+    "hybrid_skin.factor_mode": MIX_INPUTS.mode,
+    "hybrid_skin.auto_profile": MIX_INPUTS.profile,  # the enum's numbers are the input's (0 Round, 1, 2)
+}
 _DRIVERS = "drivers"
 #: Keyframe properties copied one by one (few keys: per key in Python is fine).
 _KEY_PROPERTIES = (

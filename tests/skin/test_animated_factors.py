@@ -6,6 +6,7 @@
   and calls ``view_layer.update()`` (no frame-change handler runs then), in that same update: Blender
   evaluates the copy of the factor's animation on the Mix modifier, and Auto from the pose (on Blender
   before 5.2, the factors the add-on writes at each evaluation).
+* A keyed Auto Profile reaches the Evaluated display as a keyed factor does.
 * A Current Frame bake at a sub-frame stores that sub-frame.
 
 Truth: the API (``deformed_positions`` at the object's animated settings, itself equal to Blender's mix,
@@ -109,6 +110,35 @@ def test_a_script_setting_frame_current_sees_the_evaluated_display_follow(addon,
         assert_close(shown, expected, f"{mode}, frame {frame} set by a script")
         _agrees_with_the_api(addon, hs, obj, shown, f"{mode}, frame {frame}: the API agrees")
     assert len(seen) == 3, "the factor is animated (or this test is void)"
+
+
+def test_the_evaluated_display_follows_a_keyed_auto_profile(addon):
+    """A keyed Auto Profile (Round, then Per Joint at frame 5) reaches the Mix modifier like a keyed factor:
+    the Evaluated display shows the profile of the frame, in both directions (it kept the last profile set
+    in the panel: 2.4e-4 of the diagonal off at frame 2 on Blender 5.2)."""
+    hs = modules(addon)
+    arm, obj = rig()
+    settings = obj.hybrid_skin
+    settings.factor_mode = "AUTO"
+    for frame, profile in ((1, "ROUND"), (5, "JOINT")):
+        settings.auto_profile = profile
+        obj.keyframe_insert("hybrid_skin.auto_profile", frame=frame)
+    scene = bpy.context.scene
+    shown_by_profile = {}
+    for frame in (2, 6, 9, 3):
+        scene.frame_set(frame)
+        shown = evaluated_positions(obj)
+        assert_close(shown, _auto_truth(hs, obj), f"frame {frame}, profile {settings.auto_profile}")
+        _agrees_with_the_api(addon, hs, obj, shown, f"frame {frame}: the API agrees")
+        shown_by_profile[(frame, settings.auto_profile)] = shown
+    assert set(p for _f, p in shown_by_profile) == {"ROUND", "JOINT"}
+    round_3, joint_3 = shown_by_profile[(3, "ROUND")], native_positions(obj, hs_joint(hs, obj))
+    assert np.abs(round_3 - joint_3).max() > 1e-3, "the profiles differ at frame 3 (or this test is void)"
+
+
+def hs_joint(hs, obj) -> np.ndarray:
+    dg = bpy.context.evaluated_depsgraph_get()
+    return hs.bind.cached_bind(obj, dg).posed(dg).auto_factors("JOINT")
 
 
 def test_posing_a_bone_updates_auto_factors_of_the_evaluated_display(addon):

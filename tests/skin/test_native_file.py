@@ -1,6 +1,7 @@
 """Issue 34: a saved file holds the hybrid as Blender's own data, and shows and renders it without the add-on.
 
-Every display × every factor mode (Global, Vertex Group, a keyed factor, a driven factor, Auto) is saved,
+Every display × every factor mode (Global, Vertex Group, a keyed factor, a driven factor, Auto, Auto with a
+keyed profile) is saved,
 then opened (a) in a fresh Python process with the bpy module where Hybrid Skin was never installed, and
 (b) in this session with the add-on disabled; Blender's evaluation at frames and sub-frames (motion blur)
 must equal the truth computed while the add-on was on: Blender's own LBS/DQS mix on a plain copy
@@ -32,7 +33,9 @@ from tests.support.scenes import native_positions
 #: (frame, sub-frame) samples; 6.5 and 9.25 are what motion blur evaluates between frames.
 SAMPLES = ((2, 0.0), (6, 0.0), (6, 0.5), (9, 0.25))
 SAVED_AT = 6
-MODES = ("GLOBAL", "VERTEX_GROUP", "KEYED", "DRIVEN", "AUTO")
+MODES = ("GLOBAL", "VERTEX_GROUP", "KEYED", "DRIVEN", "AUTO", "KEYED_PROFILE")
+#: The modes whose factors are Auto's.
+AUTO_MODES = ("AUTO", "KEYED_PROFILE")
 DISPLAYS = ("EVALUATED", "GPU")
 RENDERED = (5, 7)
 DRIVER = "min(max((frame - 1) / 10, 0), 1)"
@@ -66,8 +69,12 @@ def _scene(mode: str, display: str) -> bpy.types.Object:
     elif mode == "DRIVEN":
         curve = obj.driver_add("hybrid_skin.deform_factor")
         curve.driver.type, curve.driver.expression = "SCRIPTED", DRIVER
-    elif mode == "AUTO":
+    elif mode in AUTO_MODES:
         settings.factor_mode = "AUTO"
+    if mode == "KEYED_PROFILE":  # Round, then Per Joint from frame 6 on (an enum's keys hold)
+        for frame, profile in ((1, "ROUND"), (6, "JOINT")):
+            settings.auto_profile = profile
+            obj.keyframe_insert("hybrid_skin.auto_profile", frame=frame)
     return obj
 
 
@@ -79,7 +86,7 @@ def _truth(addon, obj, mode: str) -> dict:
     frozen = None
     for frame, sub in (*SAMPLES, *((f, 0.0) for f in RENDERED)):
         scene.frame_set(frame, subframe=sub)
-        if mode == "AUTO":
+        if mode in AUTO_MODES:
             dg = bpy.context.evaluated_depsgraph_get()
             factors = bind.cached_bind(obj, dg).posed(dg).auto_factors()
             if not _bone_info():  # the attribute path: the file holds the saved frame's factors
@@ -117,7 +124,7 @@ def saved(addon, tmp_path, capfd):
             path = tmp_path / f"{display}_{mode}.blend"
             assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
             said = capfd.readouterr().out
-            if mode == "AUTO" and not _bone_info():
+            if mode in AUTO_MODES and not _bone_info():
                 assert said.count("is saved with Auto's factors of frame 6") == 1, said
             files[f"{display}_{mode}"] = (path, truth)
     bpy.ops.wm.read_homefile(use_empty=True)
