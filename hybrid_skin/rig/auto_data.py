@@ -22,6 +22,7 @@ from ..core import autofactor
 from ..errors import HybridSkinError
 from . import bbone_settings, bind, stack
 from .mesh_bind import TRANSFORM_TOLERANCE, MeshBind, PosedBind, target_to_armature
+from .state import rig_state
 from .trees import auto_tree, stack_trees
 
 __all__ = ["bbones_stale", "remove_attributes", "source", "write_factors", "write_vertex_data"]
@@ -102,6 +103,9 @@ def bbones_stale(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, animatio
     built (a bulk read of the rig's settings: cheap enough after each edit of the rig), the mesh moved on
     the armature (its split between segments follows), or, after an edit of the animation
     (``animation``), keyed or driven since (the B-bones read again)."""
+    built = rig_state().tree_sources.get(obj.session_uid)
+    if built is not None and not getattr(built, "bbones", ()):
+        return False  # built in this session with no B-bone settings to keep (a pose edit costs no more)
     mix = next((m for m in obj.modifiers if stack.is_part(m, "mix")), None)
     tree = getattr(mix, "node_group", None)
     kept = tuple(tree.get(key, "") for key in auto_tree.BBONE_DIGESTS) if tree is not None else ("", "")
