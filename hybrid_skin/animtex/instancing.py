@@ -5,8 +5,10 @@ same way; Unity's ``Graphics.RenderMeshInstanced``): a ``.glb`` with a glTF skin
 skinned mesh instead. With the bake's *Instancing Mesh* option a bone bake also writes
 ``<name>_instancing.glb``: the baked meshes without skin, modifiers or animation (glTF's +Y up, their own
 coordinates, placed as in the ``.glb``), each vertex's 4 palette indices, 4 weights and, where the texture
-carries Auto, its 4 floats of Auto rest data in UV channels after the mesh's own UV maps, two values a
-channel (:data:`CHANNELS`), and ``_ANIMTEX_VERTEX`` (each exported vertex's Blender index).
+carries Auto, its 4 floats of Auto rest data in UV channels after the mesh's own UV maps (from
+``TEXCOORD_2`` at the earliest, where Godot's importer makes them ``CUSTOM0``–``CUSTOM2``:
+:data:`FIRST_DATA_CHANNEL`), two values a channel (:data:`CHANNELS`), and ``_ANIMTEX_VERTEX`` (each exported
+vertex's Blender index).
 
 These channels hold data, not texture coordinates: the file holds a pair ``(a, b)`` as ``u = a, v = b``
 exactly (the same float32 values as the skin's attributes; no v flip, so a reader that takes the file's
@@ -31,7 +33,15 @@ from ..errors import HybridSkinError
 from .export import write_gltf
 from .scene import MeshPart
 
-__all__ = ["CHANNELS", "INSTANCING_SUFFIX", "check_instancing", "instancing_record", "write_instancing"]
+__all__ = [
+    "CHANNELS",
+    "FIRST_DATA_CHANNEL",
+    "INSTANCING_SUFFIX",
+    "check_instancing",
+    "first_data_channel",
+    "instancing_record",
+    "write_instancing",
+]
 
 #: Blender's limit of UV maps per mesh.
 MAX_UV_MAPS = 8
@@ -46,8 +56,15 @@ CHANNELS = (
     ("auto_rest", 0, 1),
     ("auto_rest", 2, 3),
 )
+#: The first data channel at the earliest. Godot 4's glTF importer (4.2+) gives ``TEXCOORD_0`` and ``_1`` as
+#: ``UV`` and ``UV2`` and each further pair of channels as one ``CUSTOM`` vector (``TEXCOORD_2`` in
+#: ``CUSTOM0.xy``, ``_3`` in ``CUSTOM0.zw``, …): data from channel 2 on reaches its shader as ``CUSTOM0`` =
+#: the 4 indices, ``CUSTOM1`` = the 4 weights, ``CUSTOM2`` = the Auto rest data. A mesh with fewer UV maps of
+#: its own gets empty channels (zeros) up to ``TEXCOORD_1``.
+FIRST_DATA_CHANNEL = 2
 #: Names of the UV maps the export adds for the time of the export (no leading "_": Blender's exporter would
-#: also write such a map as a custom attribute).
+#: also write such a map as a custom attribute): the empty channels, then the data channels.
+_PAD_NAME = "animtex_instancing_empty_{}"
 _UV_NAME = "animtex_instancing_{}"
 
 
@@ -55,12 +72,25 @@ def _channels(auto: bool) -> tuple[tuple[str, int, int], ...]:
     return CHANNELS if auto else CHANNELS[:4]
 
 
+def first_data_channel(mesh: bpy.types.Mesh) -> int:
+    """The glTF ``TEXCOORD_`` index of ``mesh``'s first data channel: after its own UV maps, and no earlier
+    than :data:`FIRST_DATA_CHANNEL`."""
+    return max(len(mesh.uv_layers), FIRST_DATA_CHANNEL)
+
+
+def _added_names(mesh: bpy.types.Mesh, auto: bool) -> list[str]:
+    """The UV maps the export adds to ``mesh``, in order: the empty channels, then the data channels."""
+    pads = first_data_channel(mesh) - len(mesh.uv_layers)
+    data = [_UV_NAME.format(k) for k in range(len(_channels(auto)))]
+    return [_PAD_NAME.format(k) for k in range(pads)] + data
+
+
 def check_instancing(parts: Sequence[MeshPart], auto: bool) -> None:
     """Refuse, before anything is written, a mesh without room for the channels (8 UV maps at most)."""
     needed = len(_channels(auto))
     for part in parts:
         mesh = part.obj.data
-        taken = [_UV_NAME.format(k) for k in range(needed) if _UV_NAME.format(k) in mesh.attributes]
+        taken = [name for name in _added_names(mesh, auto) if name in mesh.attributes]
         if taken:
             raise HybridSkinError(
                 f"Mesh '{part.obj.name}' already has an attribute '{taken[0]}', a name the instancing mesh "
@@ -77,7 +107,7 @@ def instancing_record(parts: Sequence[MeshPart], file_name: str, auto: bool) -> 
     """The sidecar's ``instancing`` block: the file, each mesh's first data channel and the channels."""
     return {
         "file": file_name,
-        "first_uv_channel": {p.obj.name: len(p.obj.data.uv_layers) for p in parts},
+        "first_uv_channel": {p.obj.name: first_data_channel(p.obj.data) for p in parts},
         "channels": [{"mesh_attribute": key, "components": [a, b]} for key, a, b in _channels(auto)],
         "v": "raw: TEXCOORD holds a pair (a, b) as u = a, v = b (data, not flipped as glTF's texture "
         "coordinates are); an importer that turns v to 1 - v (Unity, Unreal) gives (a, 1 - b)",
@@ -86,23 +116,22 @@ def instancing_record(parts: Sequence[MeshPart], file_name: str, auto: bool) -> 
 
 @contextmanager
 def _data_uv_maps(parts: Sequence[MeshPart], auto: bool):
-    """Each mesh with the channels as extra UV maps (per face corner, the corner's vertex's values), removed
-    again after; the meshes' active and active-render UV maps as they were."""
+    """Each mesh with the channels as extra UV maps (per face corner, the corner's vertex's values), after
+    empty ones up to :data:`FIRST_DATA_CHANNEL`, removed again after; the meshes' active and active-render UV
+    maps as they were."""
     added: list[tuple[bpy.types.Mesh, list[str], int, int]] = []
     try:
         for part in parts:
             mesh = part.obj.data
-            values = _values(part, auto)
+            values = _padded_values(part, auto)
             corner_vertex = bridge.corner_vertices(mesh)
             layers = mesh.uv_layers
             active = layers.active_index
             render = next((i for i, uv in enumerate(layers) if uv.active_render), -1)
-            names = []
-            for k in range(len(_channels(auto))):
-                name = _UV_NAME.format(k)  # the exact values are written into the file afterwards
-                names.append(name)
-                bridge.set_uv_map(mesh, name, values[corner_vertex, 2 * k : 2 * k + 2])
+            names = _added_names(mesh, auto)
             added.append((mesh, names, active, render))
+            for k, name in enumerate(names):  # the exact values are written into the file afterwards
+                bridge.set_uv_map(mesh, name, values[corner_vertex, 2 * k : 2 * k + 2])
         yield
     finally:
         for mesh, names, active, render in added:
@@ -124,12 +153,19 @@ def _values(part: MeshPart, auto: bool) -> np.ndarray:
     )
 
 
+def _padded_values(part: MeshPart, auto: bool) -> np.ndarray:
+    """:func:`_values` after the empty channels' zeros: every channel the export adds, in order."""
+    values = _values(part, auto)
+    pads = first_data_channel(part.obj.data) - len(part.obj.data.uv_layers)
+    return np.concatenate([np.zeros((len(values), 2 * pads), np.float32), values], axis=1)
+
+
 def write_instancing(parts: Sequence[MeshPart], path: str, auto: bool) -> None:
     """Write the instancing mesh (see the module) to ``path``."""
-    firsts = {p.obj.name: len(p.obj.data.uv_layers) for p in parts}
+    owns = {p.obj.name: len(p.obj.data.uv_layers) for p in parts}
+    channels = {p.obj.name: (owns[p.obj.name], _padded_values(p, auto)) for p in parts}
     with _data_uv_maps(parts, auto):
         write_gltf(parts, path, ())
-    channels = {p.obj.name: (firsts[p.obj.name], _values(p, auto)) for p in parts}
     try:
         with open(path, "rb") as fh:
             data = gltf.set_texcoords(fh.read(), channels, "_ANIMTEX_VERTEX")

@@ -3,9 +3,10 @@
 The tentacle rig (``tests/animtex/tentacle.py``) in factor mode Auto, given a UV map of its own on one
 mesh, baked as BONE_DQ with glTF and the Instancing Mesh option. Read with the spec-written reader
 (``tests/support/gltf.py``), ``<name>_instancing.glb`` has no skin, its meshes where the ``.glb``'s skin
-places them, and per exported vertex, in the channels after the mesh's own UV maps (the sidecar's
-``instancing``), exactly the palette indices, weights and Auto rest data of the ``.glb``'s skin
-(``JOINTS_0``, ``WEIGHTS_0``, ``_ANIMTEX_AUTO_REST``) for the same Blender vertex. The user's UV maps come
+places them, and per exported vertex, in the channels after the mesh's own UV maps and from ``TEXCOORD_2``
+on (the sidecar's ``instancing``; empty channels before), exactly the palette indices, weights and Auto rest
+data of the ``.glb``'s skin (``JOINTS_0``, ``WEIGHTS_0``, ``_ANIMTEX_AUTO_REST``) for the same Blender
+vertex, which Godot's importer gives its shader as ``CUSTOM0``–``CUSTOM2``. The user's UV maps come
 back as they were (names, data, active ones). Refused with one sentence before anything is written: a
 VERTEX bake, and a mesh without room for the channels (Blender allows 8 UV maps).
 """
@@ -40,7 +41,8 @@ def test_instancing_mesh_carries_the_skin_in_uv_channels(addon, animtex, core, t
     assert after == before  # the export's UV maps are gone again
     meta, _ = load_bake(core, tmp_path / "t.json")
     layout = meta["instancing"]
-    assert layout["file"] == "t_instancing.glb" and layout["first_uv_channel"] == {"Box": 1, "Tentacle": 0}
+    # after the mesh's own UV maps, from TEXCOORD_2 at the earliest (empty channels before: Godot's CUSTOM0)
+    assert layout["file"] == "t_instancing.glb" and layout["first_uv_channel"] == {"Box": 2, "Tentacle": 2}
     keys = ["bone_indices"] * 2 + ["bone_weights"] * 2 + ["auto_rest"] * 2
     assert [c["mesh_attribute"] for c in layout["channels"]] == keys
     skinned, static = read_gltf(tmp_path / "t.glb"), read_gltf(tmp_path / "t_instancing.glb")
@@ -69,6 +71,15 @@ def test_instancing_mesh_carries_the_skin_in_uv_channels(addon, animtex, core, t
         for key in truth:
             by_vertex[key][s["_ANIMTEX_VERTEX"].astype(np.int64)] = truth[key]
             np.testing.assert_array_equal(data[key], by_vertex[key][got["_ANIMTEX_VERTEX"].astype(np.int64)])
+        own = len(obj.data.uv_layers)
+        for k in range(own, first):  # the empty channels between the mesh's own and the data
+            np.testing.assert_array_equal(got[f"TEXCOORD_{k}"], 0.0)
+        # Godot 4's importer: TEXCOORD_0/1 are UV/UV2, each further pair one CUSTOM vector (xy, zw), so the
+        # crowd shader's CUSTOM0, CUSTOM1, CUSTOM2 are the indices, weights and Auto rest data exactly
+        custom = [np.concatenate([got[f"TEXCOORD_{2 + 2 * c}"], got[f"TEXCOORD_{3 + 2 * c}"]], axis=1)
+                  for c in range(3)]  # fmt: skip
+        for c, key in enumerate(("bone_indices", "bone_weights", "auto_rest")):
+            np.testing.assert_array_equal(custom[c], by_vertex[key][got["_ANIMTEX_VERTEX"].astype(np.int64)])
         if obj.name == "Box":  # its own UV map stays first, as the skinned export has it
             np.testing.assert_array_equal(got["_ANIMTEX_VERTEX"], s["_ANIMTEX_VERTEX"])
             np.testing.assert_array_equal(got["TEXCOORD_0"], s["TEXCOORD_0"])
