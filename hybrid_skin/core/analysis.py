@@ -196,8 +196,12 @@ def analyze_pose(
         fields["AUTO"] = auto
     fold_setup = folds.prepare_folds(rest, triangles, metrics.blended_vertices(binding.weights))
     lbs, dqs = skin_armature_space(0.0), skin_armature_space(1.0)
-    summaries = {name: folds.summarize(fold_setup, folds.folds_beyond(fold_setup, lbs, dqs, fields[name]))
-                 for name in rows if fields.get(name) is not None}
+    ends = folds.larger_end_folds(fold_setup, lbs, dqs)
+    summaries = {
+        name: folds.summarize(fold_setup, folds.folds_beyond(fold_setup, lbs, dqs, fields[name], ends=ends))
+        for name in rows
+        if fields.get(name) is not None
+    }
 
     labels, owners = joint_labels(bones)
     joints = [js.child for js in setup.joints]

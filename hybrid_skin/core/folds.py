@@ -32,6 +32,7 @@ __all__ = [
     "fold_angles",
     "folds_beyond",
     "interior_edges",
+    "larger_end_folds",
     "prepare_folds",
     "summarize",
 ]
@@ -110,16 +111,29 @@ def _uniform_folds(setup: FoldSetup, lbs: np.ndarray, dqs: np.ndarray, factors: 
     return np.abs(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))) - setup.rest_angles)
 
 
+def larger_end_folds(setup: FoldSetup, lbs: np.ndarray, dqs: np.ndarray) -> np.ndarray:
+    """``(E,)`` the larger of LBS's and DQS's fold of each measured edge: what :func:`folds_beyond` measures
+    against, computed once per pose for every field measured at it."""
+    return np.maximum(fold_angles(setup, lbs), fold_angles(setup, dqs))
+
+
 def folds_beyond(
-    setup: FoldSetup, lbs: np.ndarray, dqs: np.ndarray, factors: float | np.ndarray, *, uniform: bool = False
+    setup: FoldSetup,
+    lbs: np.ndarray,
+    dqs: np.ndarray,
+    factors: float | np.ndarray,
+    *,
+    uniform: bool = False,
+    ends: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(E,)`` degrees the hybrid with ``factors`` (one number or ``(N,)``) folds each measured edge
     beyond both LBS and DQS there (positions ``lbs``, ``dqs`` ``(N, 3)`` of one pose); with ``uniform``,
-    beyond the uniform hybrid at the edge's own factor too (module docstring). Negative: folds less."""
+    beyond the uniform hybrid at the edge's own factor too (module docstring). Negative: folds less.
+    ``ends``: :func:`larger_end_folds` of this pose, if already known."""
     lbs, dqs = np.asarray(lbs, dtype=np.float64), np.asarray(dqs, dtype=np.float64)
     f = np.broadcast_to(np.asarray(factors, dtype=np.float64), (lbs.shape[0],))
     hybrid = lbs + f[:, None] * (dqs - lbs)
-    reference = np.maximum(fold_angles(setup, lbs), fold_angles(setup, dqs))
+    reference = larger_end_folds(setup, lbs, dqs) if ends is None else ends
     if uniform:
         reference = np.maximum(reference, _uniform_folds(setup, lbs, dqs, f))
     return fold_angles(setup, hybrid) - reference

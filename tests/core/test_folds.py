@@ -59,6 +59,12 @@ def test_a_field_that_takes_each_corner_from_another_end_folds_beyond_both() -> 
     np.testing.assert_allclose(
         folds.folds_beyond(setup, lbs, dqs, field, uniform=True), [min(a, b)], rtol=1e-12
     )
+    # the larger end's fold computed once for the pose: the same numbers
+    ends = folds.larger_end_folds(setup, lbs, dqs)
+    np.testing.assert_allclose(ends, [max(a, b)], rtol=1e-12)
+    np.testing.assert_array_equal(
+        folds.folds_beyond(setup, lbs, dqs, field, ends=ends), folds.folds_beyond(setup, lbs, dqs, field)
+    )
     same = 30.0
     lbs, dqs = hinge(same, 0.0), hinge(0.0, same)
     np.testing.assert_allclose(folds.folds_beyond(setup, lbs, dqs, field, uniform=True), [same], rtol=1e-12)
