@@ -20,7 +20,7 @@ from ..errors import HybridSkinError
 from . import auto_data, bind, setup
 from .state import rig_state
 
-__all__ = ["WRITE_DELAY_S", "follow", "forget", "refresh", "write_now", "write_queued"]
+__all__ = ["WRITE_DELAY_S", "follow", "forget", "refresh", "write", "write_queued"]
 
 #: Seconds between a change whose write waits for a timer and the write; again while the tool runs.
 WRITE_DELAY_S = 0.2
@@ -58,22 +58,13 @@ def follow(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
     if (rec.gpu_draws and _busy()) or _stroke_running():
         _queue(obj)
         return
-    _write(obj, depsgraph)
+    write(obj, depsgraph)
 
 
-def write_now(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
-    """Write the factors of ``depsgraph``'s pose whatever the Factor Mode is now (a save of an object whose
-    keys choose Auto at other times)."""
-    try:
-        auto_data.write_factors(obj, bind.cached_bind(obj, depsgraph, check_rest=False).posed(depsgraph))
-        rig_state().auto_written.pop(obj.session_uid, None)
-    except HybridSkinError as err:
-        runtime.get().report_once(obj, err)
-
-
-def _write(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
-    """The factors of ``depsgraph``'s pose. Never evaluated here (a handler must not evaluate the scene
-    again): Blender's second pass of the same update evaluates the write, and its report of the mesh
+def write(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph) -> None:
+    """The factors of ``depsgraph``'s pose, whatever the Factor Mode is now (a save also writes them for
+    an object whose keys choose Auto at other frames). Never evaluated here (a handler must not evaluate the
+    scene again): Blender's second pass of the same update evaluates the write, and its report of the mesh
     reaches no handler, so it is taken for no edit."""
     try:
         bound = bind.cached_bind(obj, depsgraph, check_rest=False)
@@ -155,5 +146,5 @@ def write_queued() -> float | None:
     queued, state.auto_queued = state.auto_queued, set()
     depsgraph = bpy.context.evaluated_depsgraph_get()  # a timer: evaluating is allowed here
     for obj in [o for o in bpy.data.objects if o.session_uid in queued and o.type == "MESH"]:
-        _write(obj, depsgraph)
+        write(obj, depsgraph)
     return None

@@ -110,7 +110,7 @@ def on_save_pre(*_args) -> None:
             frame = bpy.context.scene.frame_current
             if keyed:  # not Auto now, so not written at this frame: the file gets this frame's factors
                 with bind.own_edits([obj]):
-                    auto_follow.write_now(obj, bpy.context.view_layer.depsgraph)
+                    auto_follow.write(obj, bpy.context.view_layer.depsgraph)
             print(
                 f"Hybrid Skin: '{obj.name}' is saved with Auto's factors of frame {frame} "
                 f"({rec.auto_reason}): "
