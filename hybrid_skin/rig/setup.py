@@ -155,7 +155,7 @@ def _restore(obj: bpy.types.Object) -> None:
     trees = {*rec.trees, *([mix.node_group.name] if mix is not None and mix.node_group is not None else [])}
     mirror.remove(obj, rec.mirrored)
     parts.remove(obj, rec.parts)
-    _remove_unused_trees(trees)
+    builder.remove_unused_trees(trees)
     if not _mesh_shared_with_setup(obj):
         auto_data.remove_attributes(obj.data, [*rec.attributes, auto_tree.AUTO_ATTRIBUTE])
     _restore_version_1(obj, rec)
@@ -193,23 +193,6 @@ def _mesh_shared_with_setup(obj: bpy.types.Object, factor_group: str | None = No
         if rec is not None and (factor_group is None or rec.factor_group == factor_group):
             return True
     return False
-
-
-def _remove_unused_trees(names) -> None:
-    """Remove the named trees of Hybrid Skin's that nothing uses any more, then every shared group of
-    Hybrid Skin's left unused by them (never a tree of the user's: only tagged ones)."""
-    for name in names:
-        tree = bpy.data.node_groups.get(name)
-        if tree is not None and tree.users == 0 and tree.library is None and builder.tree_tag(tree):
-            bpy.data.node_groups.remove(tree)
-    while True:
-        unused = [
-            t for t in bpy.data.node_groups if t.users == 0 and t.library is None and builder.tree_tag(t)
-        ]
-        if not unused:
-            return
-        for tree in unused:
-            bpy.data.node_groups.remove(tree)
 
 
 # ------------------------------------------------------------------------------------------- apply

@@ -21,7 +21,17 @@ from typing import Any
 import bpy
 import numpy as np
 
-__all__ = ["Builder", "Socket", "TREE_TAG", "VERSION_TAG", "find_tree", "new_tree", "output", "tree_tag"]
+__all__ = [
+    "Builder",
+    "Socket",
+    "TREE_TAG",
+    "VERSION_TAG",
+    "find_tree",
+    "new_tree",
+    "output",
+    "remove_unused_trees",
+    "tree_tag",
+]
 
 Socket = bpy.types.NodeSocket
 #: Custom properties on every generated tree: its kind and the version of its description, so that a tree
@@ -300,3 +310,18 @@ def find_tree(kind: str, version: int) -> bpy.types.GeometryNodeTree | None:
         if tree.library is None and tree_tag(tree) == (kind, version):
             return tree
     return None
+
+
+def remove_unused_trees(names) -> None:
+    """Remove the named trees of Hybrid Skin's that nothing uses any more, then every shared group of
+    Hybrid Skin's left unused by them (never a tree of the user's: only tagged ones)."""
+    for name in names:
+        tree = bpy.data.node_groups.get(name)
+        if tree is not None and tree.users == 0 and tree.library is None and tree_tag(tree):
+            bpy.data.node_groups.remove(tree)
+    while True:
+        unused = [t for t in bpy.data.node_groups if t.users == 0 and t.library is None and tree_tag(t)]
+        if not unused:
+            return
+        for tree in unused:
+            bpy.data.node_groups.remove(tree)
