@@ -50,37 +50,31 @@ FRAME_STEP = 2.0
 CONSTANTS = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
-def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], dict[str, tuple[float, float]], dict]:
-    """Per joint: (frame, bend in degrees, method → JointMeasure) at every sampled frame; per Auto profile:
-    (largest factor step across an edge whose vertices blend, the frame of it); per method, the crease
-    changes of every blended interior edge at every sampled frame (:func:`surface`)."""
+def walk() -> tuple[dict[str, list[tuple[float, float, dict]]], FoldTally]:
+    """Per joint: (frame, bend in degrees, method → JointMeasure) at every sampled frame; the folds and
+    factor steps of every sampled frame (:class:`FoldTally`, poses named "frame n")."""
     arm, (man,) = import_gltf(ROOT / "assets" / "CesiumMan.gltf")
     bpy.context.view_layer.objects.active = man
     assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
     action = next(iter(bpy.data.actions))
     start, end = action.frame_range
     out: dict[str, list] = {name: [] for name in JOINTS}
-    steps = {profile: (0.0, start) for profile in autofactor.PROFILES}
     triangles = bridge.triangle_vertices(man.data)
-    summaries: dict[str, list] = {}
+    tally = FoldTally()
     for frame in np.arange(start, end + 1e-6, FRAME_STEP):
         play(arm, action, float(frame))
         bpy.context.view_layer.objects.active = man
         assert bpy.ops.hybrid_skin.analyze() == {"FINISHED"}
         result = analyze_ops._state().analyses[man.session_uid]
         angles = bend_angles(man)
-        frame_steps, frame_folds = surface(man, triangles, int(frame))
-        for profile, step in frame_steps.items():
-            steps[profile] = max(steps[profile], (step, float(frame)))
-        for method, found in frame_folds.items():
-            summaries.setdefault(method, []).append(found)
+        tally.add(man, triangles, f"frame {frame:g}")
         for name, node in JOINTS.items():
             child = next((c for c, label in result.labels.items() if label == node), None)
             if child is None:  # the joint did not move at this frame
                 continue
             measures = {m: result.comparison.rows[m][1].joint(child) for m in METHODS}
             out[name].append((float(frame), angles[node], measures))
-    return out, steps, summaries
+    return out, tally
 
 
 def surface(
@@ -107,29 +101,51 @@ def surface(
     return steps, out
 
 
-def fold_table(summaries: dict[str, list]) -> str:
-    """Per method over the walk: the folds' 99th percentile and largest, then the edge-frames folded more
-    than 10° and 30° beyond both LBS and DQS (and the worst, where), and more than 10° beyond the uniform
-    hybrid at the edge's factor too."""
-    lines = [
-        "| method | 99th percentile | largest | > 10° beyond both | > 30° beyond both | worst beyond both "
-        "(frame, edge) | > 10° beyond the uniform hybrid too |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    measured = 0
-    for method, per_frame in summaries.items():
-        angles = np.concatenate([a for a, _b, _h in per_frame])
-        beyond = sum((b for _a, b, _h in per_frame[1:]), per_frame[0][1])
-        hybrid = sum((h for _a, _b, h in per_frame[1:]), per_frame[0][2])
-        measured = beyond.measured
-        ends = method in ("LBS", "DQS")
-        cells = [f"{np.percentile(angles, 99):.1f}°", f"{angles.max():.1f}°"]
-        cells += ["—"] * 4 if ends else [
-            str(beyond.over_limit), str(beyond.over_30),
-            f"{beyond.worst:.0f}° ({beyond.worst_pose}, {beyond.worst_edge})", str(hybrid.over_limit),
+class FoldTally:
+    """Each method's folds (:func:`surface`) and each Auto profile's largest factor step, added up over the
+    meshes and poses given to :meth:`add`, each pose named by a label."""
+
+    def __init__(self) -> None:
+        self.summaries: dict[str, list] = {}
+        self.labels: list[str] = []
+        self.steps: dict[str, tuple[float, str]] = {}
+
+    def add(self, obj: bpy.types.Object, triangles: np.ndarray, label: str) -> None:
+        self.labels.append(label)
+        frame_steps, found = surface(obj, triangles, len(self.labels) - 1)
+        for profile, step in frame_steps.items():
+            if step > self.steps.get(profile, (-1.0, ""))[0]:
+                self.steps[profile] = (step, label)
+        for method, result in found.items():
+            self.summaries.setdefault(method, []).append(result)
+
+    def steps_line(self) -> str:
+        shown = ", ".join(f"{p} {s:.3f} ({where})" for p, (s, where) in self.steps.items())
+        return f"largest factor step across an edge: {shown}"
+
+    def table(self, over: str) -> str:
+        """Per method over the poses: the folds' 99th percentile and largest, then the edge-poses folded
+        more than 10° and 30° beyond both LBS and DQS (and the worst, where), and more than 10° beyond the
+        uniform hybrid at the edge's factor too."""
+        lines = [
+            "| method | 99th percentile | largest | > 10° beyond both | > 30° beyond both "
+            "| worst beyond both (pose, edge) | > 10° beyond the uniform hybrid too |",
+            "|---|---|---|---|---|---|---|",
         ]
-        lines.append("| " + " | ".join([method, *cells]) + " |")
-    return f"folds at blended interior edges over the walk ({measured} edge-frames)\n" + "\n".join(lines)
+        measured = 0
+        for method, results in self.summaries.items():
+            angles = np.concatenate([a for a, _b, _h in results])
+            beyond = sum((b for _a, b, _h in results[1:]), results[0][1])
+            hybrid = sum((h for _a, _b, h in results[1:]), results[0][2])
+            measured = beyond.measured
+            cells = [f"{np.percentile(angles, 99):.1f}°", f"{angles.max():.1f}°"]
+            if method in ("LBS", "DQS"):
+                cells += ["—"] * 4
+            else:
+                where = f"{beyond.worst:.0f}° ({self.labels[beyond.worst_pose]}, {beyond.worst_edge})"
+                cells += [str(beyond.over_limit), str(beyond.over_30), where, str(hybrid.over_limit)]
+            lines.append("| " + " | ".join([method, *cells]) + " |")
+        return f"folds at blended interior edges over {over} ({measured} edge-frames)\n" + "\n".join(lines)
 
 
 def bend_angles(man: bpy.types.Object) -> dict[str, float]:
@@ -178,14 +194,13 @@ def main() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     hybrid_skin.register()
     try:
-        samples, steps, fold_summaries = walk()
+        samples, tally = walk()
         print(markdown(samples))
         print()
         print(comparison(samples))
         print()
-        shown = ", ".join(f"{p} {s:.3f} (frame {f:g})" for p, (s, f) in steps.items())
-        print(f"largest factor step across an edge over the walk: {shown}")
-        print(fold_table(fold_summaries))
+        print(tally.steps_line())
+        print(tally.table("the walk"))
     finally:
         hybrid_skin.unregister()
 

@@ -25,8 +25,7 @@ from mathutils import Euler  # noqa: E402
 
 import hybrid_skin  # noqa: E402
 from hybrid_skin import bridge  # noqa: E402
-from tests.media.quality_cesium import surface  # noqa: E402
-from tests.media.quality_robot import fold_table  # noqa: E402
+from tests.media.quality_cesium import FoldTally  # noqa: E402
 from tests.support.rigify_arm import body_tubes, rigify_enabled, rigify_human  # noqa: E402
 
 FRAMES = 24
@@ -72,22 +71,13 @@ def main() -> None:
         bpy.context.view_layer.objects.active = body
         assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
         triangles = bridge.triangle_vertices(body.data)
-        summaries: dict[str, list] = {}
-        labels: list[str] = []
-        steps: dict[str, tuple[float, str]] = {}
+        tally = FoldTally()
         for frame in range(1, FRAMES + 1):
             bpy.context.scene.frame_set(frame)
-            labels.append(f"Body, walk {frame}")
-            frame_steps, found = surface(body, triangles, len(labels) - 1)
-            for profile, step in frame_steps.items():
-                if step > steps.get(profile, (-1.0, ""))[0]:
-                    steps[profile] = (step, labels[-1])
-            for method, result in found.items():
-                summaries.setdefault(method, []).append(result)
+            tally.add(body, triangles, f"walk {frame}")
         print(f"{len(body.data.vertices)} vertices, {FRAMES} frames")
-        shown = ", ".join(f"{p} {s:.3f} ({where})" for p, (s, where) in steps.items())
-        print(f"largest factor step across an edge: {shown}")
-        print(fold_table(summaries, labels))
+        print(tally.steps_line())
+        print(tally.table("the walk cycle"))
     finally:
         hybrid_skin.unregister()
         next(enabled, None)

@@ -22,69 +22,36 @@ import numpy as np  # noqa: E402
 
 import hybrid_skin  # noqa: E402
 from hybrid_skin import bridge  # noqa: E402
-from tests.media.quality_cesium import surface  # noqa: E402
+from tests.media.quality_cesium import FoldTally  # noqa: E402
 from tests.support.assets import armature_actions, give_hybrid_skin, import_gltf, play  # noqa: E402
 
 FRAME_STEP = 2.0
 
 
-def measure() -> tuple[dict[str, list], list[str], dict[str, tuple[float, str]]]:
-    """Per method, one ``surface`` result per mesh and sampled frame; the labels of the pose numbers the
-    summaries carry ("mesh, clip frame"); per Auto profile, the largest factor step and where."""
+def measure() -> FoldTally:
+    """Every mesh at every sampled frame of every clip, each pose named "mesh, clip frame"."""
     arm, meshes = import_gltf(ROOT / "assets" / "RobotExpressive.glb")
     give_hybrid_skin(meshes)
     triangles = {m.name: bridge.triangle_vertices(m.data) for m in meshes}
-    summaries: dict[str, list] = {}
-    labels: list[str] = []
-    steps: dict[str, tuple[float, str]] = {}
+    tally = FoldTally()
     for action in armature_actions():
         start, end = action.frame_range
         for frame in np.arange(start, end + 1e-6, FRAME_STEP):
             play(arm, action, float(frame))
             for mesh in meshes:
-                labels.append(f"{mesh.name}, {action.name} {frame:g}")
-                frame_steps, found = surface(mesh, triangles[mesh.name], len(labels) - 1)
-                for profile, step in frame_steps.items():
-                    if step > steps.get(profile, (-1.0, ""))[0]:
-                        steps[profile] = (step, labels[-1])
-                for method, result in found.items():
-                    summaries.setdefault(method, []).append(result)
-    return summaries, labels, steps
-
-
-def fold_table(summaries: dict[str, list], labels: list[str]) -> str:
-    """As ``quality_cesium.fold_table``, the worst edge-pose named by its label."""
-    lines = [
-        "| method | 99th percentile | largest | > 10° beyond both | > 30° beyond both | worst beyond both "
-        "(mesh, clip frame, edge) | > 10° beyond the uniform hybrid too |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    measured = 0
-    for method, results in summaries.items():
-        angles = np.concatenate([a for a, _b, _h in results])
-        beyond = sum((b for _a, b, _h in results[1:]), results[0][1])
-        hybrid = sum((h for _a, _b, h in results[1:]), results[0][2])
-        measured = beyond.measured
-        cells = [f"{np.percentile(angles, 99):.1f}°", f"{angles.max():.1f}°"]
-        if method in ("LBS", "DQS"):
-            cells += ["—"] * 4
-        else:
-            where = f"{beyond.worst:.0f}° ({labels[beyond.worst_pose]}, {beyond.worst_edge})"
-            cells += [str(beyond.over_limit), str(beyond.over_30), where, str(hybrid.over_limit)]
-        lines.append("| " + " | ".join([method, *cells]) + " |")
-    return f"folds at blended interior edges over every clip ({measured} edge-frames)\n" + "\n".join(lines)
+                tally.add(mesh, triangles[mesh.name], f"{mesh.name}, {action.name} {frame:g}")
+    return tally
 
 
 def main() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     hybrid_skin.register()
     try:
-        summaries, labels, steps = measure()
-        clips = len({label.split(", ")[1].rsplit(" ", 1)[0] for label in labels})
-        print(f"{clips} clips, {len(labels)} mesh-frames")
-        shown = ", ".join(f"{p} {s:.3f} ({where})" for p, (s, where) in steps.items())
-        print(f"largest factor step across an edge: {shown}")
-        print(fold_table(summaries, labels))
+        tally = measure()
+        clips = len({label.split(", ")[1].rsplit(" ", 1)[0] for label in tally.labels})
+        print(f"{clips} clips, {len(tally.labels)} mesh-frames")
+        print(tally.steps_line())
+        print(tally.table("every clip"))
     finally:
         hybrid_skin.unregister()
 
