@@ -132,11 +132,12 @@ def test_the_evaluated_display_follows_a_keyed_auto_profile(addon):
         _agrees_with_the_api(addon, hs, obj, shown, f"frame {frame}: the API agrees")
         shown_by_profile[(frame, settings.auto_profile)] = shown
     assert set(p for _f, p in shown_by_profile) == {"ROUND", "JOINT"}
-    round_3, joint_3 = shown_by_profile[(3, "ROUND")], native_positions(obj, hs_joint(hs, obj))
+    round_3, joint_3 = shown_by_profile[(3, "ROUND")], native_positions(obj, _joint_factors(hs, obj))
     assert np.abs(round_3 - joint_3).max() > 1e-3, "the profiles differ at frame 3 (or this test is void)"
 
 
-def hs_joint(hs, obj) -> np.ndarray:
+def _joint_factors(hs, obj) -> np.ndarray:
+    """The core's Auto 0.1 (Per Joint) factors of this pose."""
     dg = bpy.context.evaluated_depsgraph_get()
     return hs.bind.cached_bind(obj, dg).posed(dg).auto_factors("JOINT")
 

@@ -171,15 +171,20 @@ _FRESH = textwrap.dedent(
 )
 
 
-def test_a_fresh_blender_without_the_add_on_shows_and_renders_the_hybrid(saved, tmp_path):
+def _fresh(cases: dict[str, str], tmp_path) -> dict:
+    """Open each file (name → path) in a fresh bpy process where Hybrid Skin was never installed: what
+    :data:`_FRESH` reads there, by ``name/sample``."""
     env = dict(os.environ, BLENDER_USER_RESOURCES=tempfile.mkdtemp(prefix="fresh_blender_"))
-    cases = {name: str(path) for name, (path, _truth) in saved.items()}
     args = json.dumps([cases, SAMPLES, RENDERED, str(tmp_path)])
     run = subprocess.run(
         [sys.executable, "-c", _FRESH, args], env=env, capture_output=True, text=True, timeout=600
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    fresh = json.loads((tmp_path / "fresh.json").read_text())
+    return json.loads((tmp_path / "fresh.json").read_text())
+
+
+def test_a_fresh_blender_without_the_add_on_shows_and_renders_the_hybrid(saved, tmp_path):
+    fresh = _fresh({name: str(path) for name, (path, _truth) in saved.items()}, tmp_path)
     for name, (_path, truth) in saved.items():
         for frame, sub in SAMPLES:
             key = f"{frame}+{sub}"
@@ -281,13 +286,7 @@ def test_factor_mode_keyed_to_auto_renders_auto_without_the_add_on(addon, tmp_pa
         truth[f"{frame}+{sub}"] = native_positions(obj, factors)
     assert in_auto >= 2, "no sample is in Auto: the test could not fail"
     bpy.ops.wm.read_homefile(use_empty=True)
-    env = dict(os.environ, BLENDER_USER_RESOURCES=tempfile.mkdtemp(prefix="fresh_blender_"))
-    args = json.dumps([{"keyed": str(path)}, SAMPLES, RENDERED, str(tmp_path)])
-    run = subprocess.run(
-        [sys.executable, "-c", _FRESH, args], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    fresh = json.loads((tmp_path / "fresh.json").read_text())
+    fresh = _fresh({"keyed": str(path)}, tmp_path)
     for frame, sub in SAMPLES:
         key = f"{frame}+{sub}"
         assert_close(np.array(fresh[f"keyed/{key}"]), truth[key], f"{order}: at {key}, no add-on")
