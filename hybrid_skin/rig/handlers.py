@@ -256,10 +256,15 @@ def _after_frame(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
 
 
 def _signature(obj: bpy.types.Object) -> tuple:
-    """What the setup of ``obj`` depends on, cheaply: its modifiers (kind, name, eyes), mode, settings and
-    record. Unchanged: an evaluation that reports it (a pose change) changed nothing of the setup's."""
+    """What the setup of ``obj`` depends on, cheaply: its modifiers (kind, name, eyes; an Armature
+    modifier's armature, mask and what it deforms with, which the DQS part follows), mode, settings,
+    record, and whether the mesh has shape keys. Unchanged: an evaluation that reports it (a pose change)
+    changed nothing of the setup's."""
     settings = obj.hybrid_skin
-    modifiers = tuple((m.name, m.type, m.show_viewport, m.show_render) for m in obj.modifiers)
+    modifiers = tuple(
+        (m.name, m.type, m.show_viewport, m.show_render, *(_deforms(m) if m.type == "ARMATURE" else ()))
+        for m in obj.modifiers
+    )
     return (
         modifiers,
         obj.mode,
@@ -271,6 +276,15 @@ def _signature(obj: bpy.types.Object) -> tuple:
         settings.bake_state,
         len(obj.vertex_groups),
         len(obj.data.attributes),
+        obj.data.shape_keys is not None,
+    )
+
+
+def _deforms(mod: bpy.types.ArmatureModifier) -> tuple:
+    """What an Armature modifier deforms by and with (:data:`.parts.DEFORMS`), the armature by identity."""
+    return tuple(
+        (value.session_uid if value is not None else 0) if name == "object" else value
+        for name, value in ((name, getattr(mod, name)) for name in parts.DEFORMS)
     )
 
 

@@ -73,14 +73,15 @@ def add(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier, mix_tree: bpy.ty
     return {role: stack.modifier_ref(part) for role, part in made.items()}
 
 
-def mirror(mod: bpy.types.ArmatureModifier, found: dict) -> None:
+def mirror(mod: bpy.types.ArmatureModifier, found: dict, eyes: bool = True) -> None:
     """The parts follow the user's Armature modifier: the DQS part deforms by what it deforms by (its
     mask too, so that the mix of the two masked results is Blender's own masked mix), and all of them
-    show where it shows. Only changed values are written."""
+    show where it shows (``eyes``; not while a display or a paint mode hides them: what they show then
+    is the display's). Only changed values are written."""
     for role, part in found.items():
         if part is None:
             continue
-        names = EYES + DEFORMS if role == DQS else EYES
+        names = (EYES if eyes else ()) + (DEFORMS if role == DQS else ())
         for name in names:
             value = getattr(mod, name)
             if getattr(part, name) != value:
