@@ -25,7 +25,9 @@ from .mesh_bind import TRANSFORM_TOLERANCE, MeshBind, PosedBind, target_to_armat
 from .state import rig_state
 from .trees import auto_tree, stack_trees
 
-__all__ = ["bbones_stale", "remove_attributes", "source", "write_factors", "write_vertex_data"]
+__all__ = [
+    "bbones_stale", "remove_attributes", "rest_can_change", "source", "write_factors", "write_vertex_data"
+]
 
 
 def source(
@@ -40,9 +42,7 @@ def source(
     reason = auto_tree.expressible(envelopes)
     if reason is not None:
         return auto_tree.FromAttribute(), reason
-    mod = bound.modifier(obj)
-    above = stack.user_modifiers(obj)
-    live_rest = obj.data.shape_keys is not None or any(m.show_viewport for m in above[: above.index(mod)])
+    live_rest = rest_can_change(obj, bound.modifier(obj))
     bbones, reason = _bbones(obj, bound, live_rest, depsgraph)
     if reason is not None:
         return auto_tree.FromAttribute(), auto_tree.expressible(envelopes, reason)
@@ -60,6 +60,13 @@ def source(
         ),
         "",
     )
+
+
+def rest_can_change(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
+    """The shape the Armature modifier ``mod`` receives can differ from the one bound: the mesh has shape
+    keys, or a modifier shown above ``mod``. Auto's tree then computes the rest distances itself."""
+    above = stack.user_modifiers(obj)
+    return obj.data.shape_keys is not None or any(m.show_viewport for m in above[: above.index(mod)])
 
 
 def _bbones(obj: bpy.types.Object, bound: MeshBind, live_rest: bool, depsgraph) -> tuple[tuple, str | None]:

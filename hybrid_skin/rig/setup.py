@@ -376,13 +376,22 @@ def sync(
         )
         _apply(obj, reader, depsgraph)
         return
+    if rec.auto == AUTO_TREE and obj.mode == "OBJECT" and _rest_went_live(obj, mod, found[parts.MIX]):
+        _apply(obj, reader, depsgraph)  # its stored rest distances no longer hold: computed by the tree now
+        return
     _check_particles(obj)
-    if not rec.hidden:
-        parts.mirror(mod, found)
+    parts.mirror(mod, found, eyes=not rec.hidden)
     if found[parts.MIX] is not None:
         bridge.set_modifier_input(found[parts.MIX], stack_trees.MIX_INPUTS.armature, mod.object)
     _place(obj, rec, mod, found, reader, depsgraph)
     store(obj, rec)
+
+
+def _rest_went_live(obj: bpy.types.Object, mod: bpy.types.Modifier, mix: bpy.types.Modifier | None) -> bool:
+    """Auto's tree reads the rest distances stored at bind, and since then the shape the Armature modifier
+    receives can change (shape keys or a modifier above it were added or shown)."""
+    tree = mix.node_group if mix is not None else None
+    return tree is not None and tree.get(auto_tree.LIVE_REST) == 0 and auto_data.rest_can_change(obj, mod)
 
 
 def _tree_version(mix: bpy.types.Modifier | None) -> str:

@@ -8,15 +8,16 @@ found. Hybrid Skin's own Preserve Volume modifier (:data:`DQS_MODIFIER`) is neve
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import bpy
 import numpy as np
 
-from .. import bridge
+from .. import bridge, runtime
 from ..errors import HybridSkinError
 from .bake_record import BakeRecord
 from .checks import vertex_count_refusal
+from .state import hold
 
 __all__ = [
     "DQS_MODIFIER",
@@ -201,6 +202,9 @@ def armature_input(
     Armature modifier are applied. When the mesh has neither, that is ``obj`` itself. Otherwise the object is
     evaluated with the Armature modifier and everything after it hidden (as in GPU display mode); the
     user's settings are restored on leaving. Modifiers above that change the vertex count are refused.
+    The handlers leave the object alone meanwhile (:func:`.state.hold`): the evaluations here run them,
+    and one that set the object up again would remove the very modifiers this hides and shows again
+    (Blender crashed on writing to them).
     """
     stack = list(obj.modifiers)
     at = stack.index(mod)
@@ -211,17 +215,18 @@ def armature_input(
         return
     # Hidden: the Armature modifier, what follows it, and Hybrid Skin's own Rest part above it.
     tail = [m for m in stack if m.show_viewport and (stack.index(m) >= at or is_part(m))]
-    try:
-        with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
+    with hold([obj]) if runtime.current() is not None else nullcontext():
+        try:
+            with _viewport_disabled(tail), _keys_muted(mesh, exclude_keys):
+                if tail or exclude_keys:
+                    depsgraph.update()
+                evaluated = obj.evaluated_get(depsgraph)
+                if len(evaluated.data.vertices) != len(mesh.vertices):
+                    raise HybridSkinError(vertex_count_refusal(obj, mod))
+                yield evaluated
+        finally:
             if tail or exclude_keys:
                 depsgraph.update()
-            evaluated = obj.evaluated_get(depsgraph)
-            if len(evaluated.data.vertices) != len(mesh.vertices):
-                raise HybridSkinError(vertex_count_refusal(obj, mod))
-            yield evaluated
-    finally:
-        if tail or exclude_keys:
-            depsgraph.update()
 
 
 def rest_geometry(

@@ -37,6 +37,7 @@ __all__ = [
     "FromAttribute",
     "FromPose",
     "influence_attributes",
+    "LIVE_REST",
     "VERTEX_ATTRIBUTES",
 ]
 
@@ -54,6 +55,9 @@ REST_ATTRIBUTE = ".hybrid_skin_rest"
 #: bone (``bbone_settings.values_digest``: cheap to compare after each edit of the rig) and one of what the
 #: tree was built from.
 BBONE_DIGESTS = ("hybrid_skin_bbone_values", "hybrid_skin_bbones")
+#: Custom property of a Mix tree that computes Auto from the pose: 1 when it computes the rest distances
+#: itself (``FromPose.live_rest``), 0 when it reads those stored at bind.
+LIVE_REST = "hybrid_skin_live_rest"
 #: Largest change of a placement matrix entry (float32 in the tree) that still uses the stored distances.
 PLACEMENT_TOLERANCE = 1e-6
 
@@ -133,6 +137,7 @@ class FromPose:
         return int(np.ceil(np.log2(depth + 1))) if depth else 0
 
     def build(self, b: Builder, armature: Socket, profile: Socket) -> Socket:
+        b.tree[LIVE_REST] = int(self.live_rest)
         if self.bbones:
             for key, digest in zip(BBONE_DIGESTS, self.digests, strict=True):
                 b.tree[key] = digest
