@@ -26,7 +26,8 @@ from .state import rig_state
 from .trees import auto_tree, stack_trees
 
 __all__ = [
-    "bbones_stale", "remove_attributes", "rest_can_change", "source", "write_factors", "write_vertex_data"
+    "bbones_stale", "remove_attributes", "rest_can_change", "rest_digest", "rest_stale", "source",
+    "write_factors", "write_vertex_data",
 ]
 
 
@@ -42,7 +43,8 @@ def source(
     reason = auto_tree.expressible(envelopes)
     if reason is not None:
         return auto_tree.FromAttribute(), reason
-    live_rest = rest_can_change(obj, bound.modifier(obj))
+    mod = bound.modifier(obj)
+    live_rest = rest_can_change(obj, mod)
     bbones, reason = _bbones(obj, bound, live_rest, depsgraph)
     if reason is not None:
         return auto_tree.FromAttribute(), auto_tree.expressible(envelopes, reason)
@@ -57,6 +59,7 @@ def source(
             version=stack_trees.TREE_VERSION,
             bbones=bbones,
             digests=_digests(obj, bound, bbones),
+            rest_digest="" if live_rest else rest_digest(mod.object),
         ),
         "",
     )
@@ -67,6 +70,27 @@ def rest_can_change(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
     keys, or a modifier shown above ``mod``. Auto's tree then computes the rest distances itself."""
     above = stack.user_modifiers(obj)
     return obj.data.shape_keys is not None or any(m.show_viewport for m in above[: above.index(mod)])
+
+
+def rest_digest(arm: bpy.types.Object | None) -> str:
+    """A digest of the rig's rest pose (every bone's rest matrix: one bulk read)."""
+    return hashlib.sha1(bind.bone_rest_key(arm)).hexdigest()
+
+
+def rest_stale(obj: bpy.types.Object) -> bool:
+    """``obj``'s Auto tree reads rest distances stored for a rest pose its rig no longer has (bones moved
+    in Edit Mode since): cheap enough after each edit of the rig."""
+    tree = _mix_tree(obj)
+    kept = tree.get(auto_tree.REST_DIGEST, "") if tree is not None else ""
+    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj)) if kept else None
+    if mod is None or mod.object is None or mod.object.type != "ARMATURE":
+        return False
+    return rest_digest(mod.object) != kept
+
+
+def _mix_tree(obj: bpy.types.Object) -> bpy.types.NodeTree | None:
+    mix = next((m for m in obj.modifiers if stack.is_part(m, "mix")), None)
+    return getattr(mix, "node_group", None)
 
 
 def _bbones(obj: bpy.types.Object, bound: MeshBind, live_rest: bool, depsgraph) -> tuple[tuple, str | None]:
@@ -113,8 +137,7 @@ def bbones_stale(obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, animatio
     built = rig_state().tree_sources.get(obj.session_uid)
     if built is not None and not getattr(built, "bbones", ()):
         return False  # built in this session with no B-bone settings to keep (a pose edit costs no more)
-    mix = next((m for m in obj.modifiers if stack.is_part(m, "mix")), None)
-    tree = getattr(mix, "node_group", None)
+    tree = _mix_tree(obj)
     kept = tuple(tree.get(key, "") for key in auto_tree.BBONE_DIGESTS) if tree is not None else ("", "")
     mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
     if not kept[0] or mod is None or mod.object is None or mod.object.type != "ARMATURE":
@@ -156,6 +179,9 @@ def write_vertex_data(obj: bpy.types.Object, bound: MeshBind, source_: auto_tree
     ):
         bridge.set_attribute(mesh, name, "FLOAT", "POINT", "value", np.asarray(values, dtype=np.float32))
         names.append(name)
+    tree = _mix_tree(obj)  # none while the object is set up: the tree is built after, with the digest
+    if tree is not None and tree.get(auto_tree.REST_DIGEST, "") != source_.rest_digest:
+        tree[auto_tree.REST_DIGEST] = source_.rest_digest
     return names
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "armature_weights",
     "bind",
     "bind_groups",
+    "bone_rest_key",
     "cached_bind",
     "forget",
     "forget_all",
@@ -83,7 +84,7 @@ def _fingerprint(obj: bpy.types.Object, mod: bpy.types.ArmatureModifier) -> tupl
         tuple(g.name for g in obj.vertex_groups),
         tuple(m.name for m in stack.weight_modifiers_above(obj, mod)),  # one added or shown: live weights
         tuple((b.name, b.use_deform, b.bbone_segments) for b in arm.data.bones) if arm else (),
-        _bone_rest_key(arm),
+        bone_rest_key(arm),
         _bbone_rest_key(arm),
     )
 
@@ -98,7 +99,7 @@ def _bbone_rest_key(arm: bpy.types.Object | None) -> bytes:
     return bbone_settings.rest_key(arm) if (segments > 1).any() else b""
 
 
-def _bone_rest_key(arm: bpy.types.Object | None) -> bytes:
+def bone_rest_key(arm: bpy.types.Object | None) -> bytes:
     """The bones' rest matrices as bytes (O(bones), one bulk read): bones moved in Edit Mode bind again."""
     if arm is None or arm.type != "ARMATURE":
         return b""

@@ -206,9 +206,11 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         state.seen[obj.session_uid] = _signature(obj)
         if rig_edit and auto_data.bbones_stale(obj, depsgraph, animation):
             setup.rebuild(obj, depsgraph)  # B-bone settings the Auto tree keeps were edited: built again
+        elif rig_edit and auto_data.rest_stale(obj):  # bones moved in Edit Mode: new rest distances
+            auto_follow.refresh(obj, setup.readable(obj), depsgraph)
         if obj.session_uid not in ids and obj.data.session_uid not in edited and not animation:
-            if obj.hybrid_skin.factor_mode != "AUTO" or not state.attribute_auto.get(obj.session_uid):
-                continue  # nothing of the add-on's to do after this evaluation
+            if obj.hybrid_skin.factor_mode != "AUTO" or state.attribute_auto.get(obj.session_uid) is False:
+                continue  # nothing of the add-on's to do after this evaluation (unknown: a file just opened)
         rec = setup.readable(obj) if obj.hybrid_skin.saved_state else None
         if rec is None:
             continue

@@ -21,7 +21,7 @@ Blender's B-bone math in the tree (:mod:`.palette`, :mod:`.bbone_segments`). Rig
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -38,6 +38,7 @@ __all__ = [
     "FromPose",
     "influence_attributes",
     "LIVE_REST",
+    "REST_DIGEST",
     "VERTEX_ATTRIBUTES",
 ]
 
@@ -58,6 +59,9 @@ BBONE_DIGESTS = ("hybrid_skin_bbone_values", "hybrid_skin_bbones")
 #: Custom property of a Mix tree that computes Auto from the pose: 1 when it computes the rest distances
 #: itself (``FromPose.live_rest``), 0 when it reads those stored at bind.
 LIVE_REST = "hybrid_skin_live_rest"
+#: Custom property of a Mix tree that reads the rest distances stored at bind: a digest of the rig's rest
+#: pose they were computed for (``FromPose.rest_digest``); bones moved in Edit Mode since make them stale.
+REST_DIGEST = "hybrid_skin_rest_digest"
 #: Largest change of a placement matrix entry (float32 in the tree) that still uses the stored distances.
 PLACEMENT_TOLERANCE = 1e-6
 
@@ -115,6 +119,9 @@ class FromPose:
     bbones: tuple[palette.BBone, ...] = ()
     #: What the tree keeps of the rig's B-bone settings (:data:`BBONE_DIGESTS`), to notice edits since.
     digests: tuple[str, str] = ("", "")
+    #: The rig's rest pose the stored rest distances were computed for (:data:`REST_DIGEST`; "" when the
+    #: tree computes them). Not part of the tree's shape: new distances are written into the same tree.
+    rest_digest: str = field(default="", compare=False)
 
     @property
     def helpers(self) -> tuple[str, ...]:
@@ -138,6 +145,7 @@ class FromPose:
 
     def build(self, b: Builder, armature: Socket, profile: Socket) -> Socket:
         b.tree[LIVE_REST] = int(self.live_rest)
+        b.tree[REST_DIGEST] = self.rest_digest
         if self.bbones:
             for key, digest in zip(BBONE_DIGESTS, self.digests, strict=True):
                 b.tree[key] = digest
