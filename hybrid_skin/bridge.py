@@ -69,7 +69,13 @@ def deform_bones(arm: bpy.types.Object) -> DeformBones:
     n = len(bones)
     use = _flat(bones, "use_deform", n, 1, dtype=bool)
     order = {b.name: i for i, b in enumerate(bones)}
-    pose_order = np.array([order[pb.name] for pb in arm.pose.bones], dtype=np.int64)
+    pose_names = [pb.name for pb in arm.pose.bones]
+    if len(pose_names) != n or any(name not in order for name in pose_names):
+        # In Edit Mode Blender renames (adds, removes) pose channels at once, and the bones when it is left.
+        raise HybridSkinError(
+            f"The bones of '{arm.name}' are being edited in Edit Mode: they are read when it leaves Edit Mode"
+        )
+    pose_order = np.array([order[name] for name in pose_names], dtype=np.int64)
     sel = pose_order[use[pose_order]]
     names = tuple(bones[int(i)].name for i in sel)
     curved = np.array([bones[int(i)].bbone_mapping_mode == "CURVED" for i in sel], dtype=bool)

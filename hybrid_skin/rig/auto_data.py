@@ -73,17 +73,18 @@ def rest_can_change(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
 
 
 def rest_digest(arm: bpy.types.Object | None) -> str:
-    """A digest of the rig's rest pose (every bone's rest matrix: one bulk read)."""
-    return hashlib.sha1(bind.bone_rest_key(arm)).hexdigest()
+    """A digest of the rig's rest pose: every bone's name and rest matrix (one bulk read)."""
+    names = "\0".join(b.name for b in arm.data.bones) if arm is not None and arm.type == "ARMATURE" else ""
+    return hashlib.sha1(bind.bone_rest_key(arm) + names.encode()).hexdigest()
 
 
 def rest_stale(obj: bpy.types.Object) -> bool:
     """``obj``'s Auto tree reads rest distances stored for a rest pose its rig no longer has (bones moved
-    in Edit Mode since): cheap enough after each edit of the rig."""
+    or renamed in Edit Mode since, read once it is left): cheap enough after each edit of the rig."""
     tree = _mix_tree(obj)
     kept = tree.get(auto_tree.REST_DIGEST, "") if tree is not None else ""
     mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj)) if kept else None
-    if mod is None or mod.object is None or mod.object.type != "ARMATURE":
+    if mod is None or mod.object is None or mod.object.type != "ARMATURE" or mod.object.data.is_editmode:
         return False
     return rest_digest(mod.object) != kept
 

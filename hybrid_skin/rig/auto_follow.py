@@ -17,7 +17,7 @@ import bpy
 
 from .. import runtime
 from ..errors import HybridSkinError
-from . import auto_data, bind, setup
+from . import auto_data, bind, setup, stack
 from .state import rig_state
 
 __all__ = ["WRITE_DELAY_S", "follow", "forget", "refresh", "write", "write_queued"]
@@ -81,6 +81,10 @@ def refresh(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
     """The bind changed since its data went onto the mesh (a weight edit): write it again."""
     if rec is None or obj.mode != "OBJECT" or not rec.parts:
         return
+    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
+    arm = mod.object if mod is not None else None
+    if arm is not None and arm.type == "ARMATURE" and arm.data.is_editmode:
+        return  # its bones are read when it leaves Edit Mode (``auto_data.rest_stale`` then)
     state = rig_state()
     try:
         bound = bind.cached_bind(obj, depsgraph, check_rest=False)
