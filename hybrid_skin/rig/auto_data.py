@@ -59,7 +59,7 @@ def source(
             version=stack_trees.TREE_VERSION,
             bbones=bbones,
             digests=_digests(obj, bound, bbones),
-            rest_digest="" if live_rest else rest_digest(mod.object),
+            rest_digest=rest_digest(mod.object),
         ),
         "",
     )
@@ -73,14 +73,20 @@ def rest_can_change(obj: bpy.types.Object, mod: bpy.types.Modifier) -> bool:
 
 
 def rest_digest(arm: bpy.types.Object | None) -> str:
-    """A digest of the rig's rest pose: every bone's name and rest matrix (one bulk read)."""
-    names = "\0".join(b.name for b in arm.data.bones) if arm is not None and arm.type == "ARMATURE" else ""
-    return hashlib.sha1(bind.bone_rest_key(arm) + names.encode()).hexdigest()
+    """A digest of the rig's rest pose: every bone's name, rest matrix and B-bone segments (bulk reads)."""
+    if arm is None or arm.type != "ARMATURE":
+        return ""
+    bones = arm.data.bones
+    segments = np.empty(len(bones), dtype=np.int32)
+    bones.foreach_get("bbone_segments", segments)
+    names = "\0".join(b.name for b in bones).encode()
+    return hashlib.sha1(bind.bone_rest_key(arm) + segments.tobytes() + names).hexdigest()
 
 
 def rest_stale(obj: bpy.types.Object) -> bool:
-    """``obj``'s Auto tree reads rest distances stored for a rest pose its rig no longer has (bones moved
-    or renamed in Edit Mode since, read once it is left): cheap enough after each edit of the rig."""
+    """``obj``'s Auto tree was built for a rest pose its rig no longer has: bones moved, renamed, added or
+    removed in Edit Mode (read once it is left), or their B-bone segments changed since. Cheap enough after
+    each edit of the rig."""
     tree = _mix_tree(obj)
     kept = tree.get(auto_tree.REST_DIGEST, "") if tree is not None else ""
     mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj)) if kept else None

@@ -59,8 +59,9 @@ BBONE_DIGESTS = ("hybrid_skin_bbone_values", "hybrid_skin_bbones")
 #: Custom property of a Mix tree that computes Auto from the pose: 1 when it computes the rest distances
 #: itself (``FromPose.live_rest``), 0 when it reads those stored at bind.
 LIVE_REST = "hybrid_skin_live_rest"
-#: Custom property of a Mix tree that reads the rest distances stored at bind: a digest of the rig's rest
-#: pose they were computed for (``FromPose.rest_digest``); bones moved in Edit Mode since make them stale.
+#: Custom property of a Mix tree that computes Auto from the pose: a digest of the rig's rest pose it was
+#: built for (``FromPose.rest_digest``: names, rest matrices, B-bone segments); an edit since makes its
+#: palette or its stored rest distances stale.
 REST_DIGEST = "hybrid_skin_rest_digest"
 #: Largest change of a placement matrix entry (float32 in the tree) that still uses the stored distances.
 PLACEMENT_TOLERANCE = 1e-6
@@ -119,8 +120,8 @@ class FromPose:
     bbones: tuple[palette.BBone, ...] = ()
     #: What the tree keeps of the rig's B-bone settings (:data:`BBONE_DIGESTS`), to notice edits since.
     digests: tuple[str, str] = ("", "")
-    #: The rig's rest pose the stored rest distances were computed for (:data:`REST_DIGEST`; "" when the
-    #: tree computes them). Not part of the tree's shape: new distances are written into the same tree.
+    #: The rig's rest pose the tree and its stored rest distances were made for (:data:`REST_DIGEST`). Not
+    #: part of the tree's shape: bones that only moved get new distances written into the same tree.
     rest_digest: str = field(default="", compare=False)
 
     @property
