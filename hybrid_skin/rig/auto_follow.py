@@ -81,9 +81,7 @@ def refresh(obj: bpy.types.Object, rec, depsgraph: bpy.types.Depsgraph) -> None:
     """The bind changed since its data went onto the mesh (a weight edit): write it again."""
     if rec is None or obj.mode != "OBJECT" or not rec.parts:
         return
-    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj))
-    arm = mod.object if mod is not None else None
-    if arm is not None and arm.type == "ARMATURE" and arm.data.is_editmode:
+    if stack.rig_in_edit_mode(obj):
         return  # its bones are read when it leaves Edit Mode (``auto_data.rest_stale`` then)
     state = rig_state()
     try:

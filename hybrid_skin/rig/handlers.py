@@ -25,7 +25,7 @@ from bpy.app.handlers import persistent
 
 from .. import runtime
 from . import auto_data, auto_follow, bind, escaped, mirror, parts, readers, setup, stack
-from .state import RigState, rig_state
+from .state import RIG_IN_EDIT_MODE, RigState, rig_state
 
 __all__ = ["enabled_objects", "reapply_all", "remove_all"]
 
@@ -199,6 +199,9 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
     read = readers.mesh_readers(gpu)
     ids = {o.session_uid for o in changed}
     for obj in objects:
+        failure = state.draw_failures.get(obj.session_uid)
+        if failure is not None and failure[1] == RIG_IN_EDIT_MODE and not stack.rig_in_edit_mode(obj):
+            del state.draw_failures[obj.session_uid]  # met while its rig was in Edit Mode, now left
         # Objects changed, every GPU display (what reads it may have changed anywhere), and objects that
         # arrived without their setup (appended from a file of an earlier build).
         if obj.session_uid in ids or obj in gpu or not setup.is_applied(obj):

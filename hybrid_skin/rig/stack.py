@@ -16,7 +16,7 @@ import numpy as np
 from .. import bridge, runtime
 from ..errors import HybridSkinError
 from .bake_record import BakeRecord
-from .checks import vertex_count_refusal
+from .checks import armature_in_edit_mode, vertex_count_refusal
 from .state import hold
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "PART_KINDS",
     "PART_NAMES",
     "rest_geometry",
+    "rig_in_edit_mode",
     "signature",
     "user_modifiers",
     "user_modifiers_after",
@@ -239,6 +240,14 @@ def rest_geometry(
     :func:`armature_input`)."""
     with armature_input(obj, mod, depsgraph, exclude_keys) as source:
         return bridge.vertex_positions(source.data), bridge.vertex_normals(source.data)
+
+
+def rig_in_edit_mode(obj: bpy.types.Object) -> bool:
+    """The armature of the Armature modifier Hybrid Skin follows on ``obj`` is in Edit Mode (its bones are
+    read when it is left: Blender renames a pose channel at once, the bone only then)."""
+    mod = find_armature_modifier(obj, followed_modifier_name(obj))
+    arm = mod.object if mod is not None else None
+    return arm is not None and arm.type == "ARMATURE" and armature_in_edit_mode(arm)
 
 
 def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types.ArmatureModifier:

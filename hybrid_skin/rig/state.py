@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 
 from .. import runtime
 
-__all__ = ["RigState", "hold", "rig_state"]
+__all__ = ["RIG_IN_EDIT_MODE", "RigState", "hold", "rig_state"]
+
+
+#: The stack signature kept with a draw failure (``RigState.draw_failures``) met while the object's rig
+#: was in Edit Mode: the GPU display tries again once Edit Mode is left.
+RIG_IN_EDIT_MODE = ("the rig in Edit Mode",)
 
 
 @dataclass

@@ -34,7 +34,7 @@ from ..draw.colors import display_color
 from ..draw.resources import GpuSkin
 from ..errors import HybridSkinError
 from ..rig import bind, factor, mesh_bind, setup, stack
-from ..rig.state import RigState, rig_state
+from ..rig.state import RIG_IN_EDIT_MODE, RigState, rig_state
 
 __all__ = [
     "ShownSkin",
@@ -216,9 +216,11 @@ def draw_objects(
 
 def _failed(state: RigState, obj: bpy.types.Object, problem: str) -> None:
     """The GPU display cannot skin ``obj``: said once, and Blender's exact stack shows it instead (a timer
-    steps aside: the draw callback may not change the object)."""
+    steps aside: the draw callback may not change the object) until its stack changes, or until its rig
+    leaves Edit Mode when the failure was met there."""
     runtime.get().report_once(obj, HybridSkinError(problem))
-    state.draw_failures[obj.session_uid] = (f"{problem}; Blender's own stack draws it", stack.signature(obj))
+    signature = RIG_IN_EDIT_MODE if stack.rig_in_edit_mode(obj) else stack.signature(obj)
+    state.draw_failures[obj.session_uid] = (f"{problem}; Blender's own stack draws it", signature)
     if not bpy.app.timers.is_registered(step_aside_failed):
         bpy.app.timers.register(step_aside_failed, first_interval=0.0, persistent=True)
 
