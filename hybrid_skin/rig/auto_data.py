@@ -21,6 +21,7 @@ from .. import bridge
 from ..core import autofactor
 from ..errors import HybridSkinError
 from . import bbone_settings, bind, stack
+from .checks import armature_in_edit_mode
 from .mesh_bind import TRANSFORM_TOLERANCE, MeshBind, PosedBind, target_to_armature
 from .state import rig_state
 from .trees import auto_tree, stack_trees
@@ -89,10 +90,8 @@ def rest_stale(obj: bpy.types.Object) -> bool:
     each edit of the rig."""
     tree = _mix_tree(obj)
     kept = tree.get(auto_tree.REST_DIGEST, "") if tree is not None else ""
-    mod = stack.find_armature_modifier(obj, stack.followed_modifier_name(obj)) if kept else None
-    if mod is None or mod.object is None or mod.object.type != "ARMATURE" or mod.object.data.is_editmode:
-        return False
-    return rest_digest(mod.object) != kept
+    arm = stack.followed_armature(obj) if kept else None
+    return arm is not None and not armature_in_edit_mode(arm) and rest_digest(arm) != kept
 
 
 def _mix_tree(obj: bpy.types.Object) -> bpy.types.NodeTree | None:

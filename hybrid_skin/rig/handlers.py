@@ -287,10 +287,9 @@ def _signature(obj: bpy.types.Object) -> tuple:
 
 def _deforms(mod: bpy.types.ArmatureModifier) -> tuple:
     """What an Armature modifier deforms by and with (:data:`.parts.DEFORMS`), the armature by identity."""
-    return tuple(
-        (value.session_uid if value is not None else 0) if name == "object" else value
-        for name, value in ((name, getattr(mod, name)) for name in parts.DEFORMS)
-    )
+    arm = mod.object
+    others = (getattr(mod, name) for name in parts.DEFORMS if name != "object")
+    return (arm.session_uid if arm is not None else 0, *others)
 
 
 def _is_rig(id_data) -> bool:

@@ -26,6 +26,7 @@ __all__ = [
     "armature_modifier",
     "find_armature_modifier",
     "find_modifier",
+    "followed_armature",
     "followed_modifier_name",
     "is_mix_modifier",
     "is_own_modifier",
@@ -242,12 +243,19 @@ def rest_geometry(
         return bridge.vertex_positions(source.data), bridge.vertex_normals(source.data)
 
 
-def rig_in_edit_mode(obj: bpy.types.Object) -> bool:
-    """The armature of the Armature modifier Hybrid Skin follows on ``obj`` is in Edit Mode (its bones are
-    read when it is left: Blender renames a pose channel at once, the bone only then)."""
+def followed_armature(obj: bpy.types.Object) -> bpy.types.Object | None:
+    """The armature the Armature modifier Hybrid Skin follows on ``obj`` deforms by (None: no such
+    modifier, or no armature in its Object field)."""
     mod = find_armature_modifier(obj, followed_modifier_name(obj))
     arm = mod.object if mod is not None else None
-    return arm is not None and arm.type == "ARMATURE" and armature_in_edit_mode(arm)
+    return arm if arm is not None and arm.type == "ARMATURE" else None
+
+
+def rig_in_edit_mode(obj: bpy.types.Object) -> bool:
+    """:func:`followed_armature` is in Edit Mode (its bones are read when it is left: Blender renames a pose
+    channel at once, the bone only then)."""
+    arm = followed_armature(obj)
+    return arm is not None and armature_in_edit_mode(arm)
 
 
 def armature_modifier(obj: bpy.types.Object | None, name: str = "") -> bpy.types.ArmatureModifier:
