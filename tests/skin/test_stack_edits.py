@@ -43,6 +43,24 @@ def _painted_mask(obj: bpy.types.Object) -> None:
     bpy.context.view_layer.update()
 
 
+def _bent_limb_in_auto() -> tuple[bpy.types.Object, bpy.types.Object]:
+    """``(armature, mesh)``: a 3-bone limb bent at both joints, Hybrid Skin added in Auto."""
+    arm, obj = three_bone_cylinder()
+    pose_bone(arm, "Bone1", (40, 0, 30))
+    pose_bone(arm, "Bone2", (60, 20, 0))
+    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
+    obj.hybrid_skin.factor_mode = "AUTO"
+    bpy.context.view_layer.update()
+    return arm, obj
+
+
+def _another_armature() -> bpy.types.Object:
+    """A second chain, of other proportions and posed otherwise, for the Armature modifier to deform by."""
+    other = make_chain_armature("Other", [0.7, 1.5])
+    pose_bone(other, "Bone1", (70, 0, 40))
+    return other
+
+
 @pytest.mark.parametrize("edit", ["mask", "inverted mask", "another armature", "envelopes"])
 @pytest.mark.parametrize("mode", ["GLOBAL", "AUTO"])
 def test_the_armature_modifier_edited_after_add_is_followed(addon, edit, mode):
@@ -55,9 +73,7 @@ def test_the_armature_modifier_edited_after_add_is_followed(addon, edit, mode):
     _painted_mask(obj)
     mod = obj.modifiers["Armature"]
     if edit == "another armature":
-        other = make_chain_armature("Other", [0.7, 1.5])
-        pose_bone(other, "Bone1", (70, 0, 40))
-        mod.object = other
+        mod.object = _another_armature()
     elif edit == "envelopes":
         mod.use_bone_envelopes = True
     else:
@@ -82,9 +98,7 @@ def test_the_armature_modifier_edited_under_the_gpu_preview_is_saved_followed(ad
     if edit == "mask":
         mod.vertex_group = "Mask"
     else:
-        other = make_chain_armature("Other", [0.7, 1.5])
-        pose_bone(other, "Bone1", (70, 0, 40))
-        mod.object = other
+        mod.object = _another_armature()
     bpy.context.view_layer.update()
     truth = native_positions(obj, 0.6)
     path = tmp_path / "gpu.blend"
@@ -179,12 +193,7 @@ def test_bones_moved_in_edit_mode_after_add_are_followed_by_auto(addon, opened, 
     """Auto's tree reads the rest distances stored at bind: moving a bone of the rig in Edit Mode makes
     them new ones (they stayed: 0.028 of the limb's length off the core's Auto, about LBS-to-DQS)."""
     hs = modules(addon)
-    arm, obj = three_bone_cylinder()
-    pose_bone(arm, "Bone1", (40, 0, 30))
-    pose_bone(arm, "Bone2", (60, 20, 0))
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
-    obj.hybrid_skin.factor_mode = "AUTO"
-    bpy.context.view_layer.update()
+    arm, obj = _bent_limb_in_auto()
     if opened:
         path = tmp_path / "rig.blend"
         assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
@@ -208,12 +217,7 @@ def test_bones_renamed_removed_or_added_in_edit_mode_are_followed(addon, edit, c
     Edit Mode is left: the handlers read the rig then, with no traceback (a KeyError before, and Auto's
     tree kept the old bone's name: 0.0045 of the limb off the core's Auto, at every frame after)."""
     hs = modules(addon)
-    arm, obj = three_bone_cylinder()
-    pose_bone(arm, "Bone1", (40, 0, 30))
-    pose_bone(arm, "Bone2", (60, 20, 0))
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
-    obj.hybrid_skin.factor_mode = "AUTO"
-    bpy.context.view_layer.update()
+    arm, obj = _bent_limb_in_auto()
     capfd.readouterr()
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
@@ -242,12 +246,7 @@ def test_b_bone_segments_set_after_add_are_followed_by_auto(addon):
     """A bone made a B-bone after Add: Auto's tree is built again with its segment joints (it kept the
     plain bone: 0.015 of the limb off the core's Auto, LBS to DQS is 0.019 there)."""
     hs = modules(addon)
-    arm, obj = three_bone_cylinder()
-    pose_bone(arm, "Bone1", (40, 0, 30))
-    pose_bone(arm, "Bone2", (60, 20, 0))
-    assert bpy.ops.hybrid_skin.add() == {"FINISHED"}
-    obj.hybrid_skin.factor_mode = "AUTO"
-    bpy.context.view_layer.update()
+    arm, obj = _bent_limb_in_auto()
     arm.data.bones["Bone1"].bbone_segments = 4
     bpy.context.view_layer.update()
     assert_close(evaluated_positions(obj), _truth(hs, obj, "AUTO"), "B-bone segments set after Add")
