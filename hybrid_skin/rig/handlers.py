@@ -209,7 +209,7 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         state.seen[obj.session_uid] = _signature(obj)
         if rig_edit and auto_data.bbones_stale(obj, depsgraph, animation):
             setup.rebuild(obj, depsgraph)  # B-bone settings the Auto tree keeps were edited: built again
-        elif rig_edit and auto_data.rest_stale(obj):  # bones moved in Edit Mode: new rest distances
+        elif rig_edit and auto_data.rest_stale(obj):  # the rig's rest pose edited since the tree was built
             auto_follow.refresh(obj, setup.readable(obj), depsgraph)
         if obj.session_uid not in ids and obj.data.session_uid not in edited and not animation:
             if obj.hybrid_skin.factor_mode != "AUTO" or state.attribute_auto.get(obj.session_uid) is False:
