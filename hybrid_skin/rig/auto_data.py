@@ -84,14 +84,19 @@ def rest_digest(arm: bpy.types.Object | None) -> str:
     return hashlib.sha1(bind.bone_rest_key(arm) + segments.tobytes() + names).hexdigest()
 
 
-def rest_stale(obj: bpy.types.Object) -> bool:
+def rest_stale(obj: bpy.types.Object, digests: dict[int, str]) -> bool:
     """``obj``'s Auto tree was built for a rest pose its rig no longer has: bones moved, renamed, added or
-    removed in Edit Mode (read once it is left), or their B-bone segments changed since. Cheap enough after
-    each edit of the rig."""
+    removed in Edit Mode (read once it is left), or their B-bone segments changed since. After each edit of
+    the rig (not during playback): O(bones), 0.8 ms for 900 bones here, once per rig per evaluation
+    (``digests``: the rigs' digests by ``session_uid``, filled here)."""
     tree = _mix_tree(obj)
     kept = tree.get(auto_tree.REST_DIGEST, "") if tree is not None else ""
     arm = stack.followed_armature(obj) if kept else None
-    return arm is not None and not armature_in_edit_mode(arm) and rest_digest(arm) != kept
+    if arm is None or armature_in_edit_mode(arm):
+        return False
+    if arm.session_uid not in digests:
+        digests[arm.session_uid] = rest_digest(arm)
+    return digests[arm.session_uid] != kept
 
 
 def _mix_tree(obj: bpy.types.Object) -> bpy.types.NodeTree | None:

@@ -198,6 +198,7 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
     gpu = [o for o in objects if o.hybrid_skin.display == "GPU"]
     read = readers.mesh_readers(gpu)
     ids = {o.session_uid for o in changed}
+    rest_digests: dict[int, str] = {}  # each rig's, read once for all its meshes
     for obj in objects:
         failure = state.draw_failures.get(obj.session_uid)
         if failure is not None and failure[1] == RIG_IN_EDIT_MODE and not stack.rig_in_edit_mode(obj):
@@ -209,8 +210,8 @@ def _after_edit(state: RigState, depsgraph: bpy.types.Depsgraph) -> None:
         state.seen[obj.session_uid] = _signature(obj)
         if rig_edit and auto_data.bbones_stale(obj, depsgraph, animation):
             setup.rebuild(obj, depsgraph)  # B-bone settings the Auto tree keeps were edited: built again
-        elif rig_edit and auto_data.rest_stale(obj):  # the rig's rest pose edited since the tree was built
-            auto_follow.refresh(obj, setup.readable(obj), depsgraph)
+        elif rig_edit and auto_data.rest_stale(obj, rest_digests):
+            auto_follow.refresh(obj, setup.readable(obj), depsgraph)  # its rig's rest pose edited since
         if obj.session_uid not in ids and obj.data.session_uid not in edited and not animation:
             if obj.hybrid_skin.factor_mode != "AUTO" or state.attribute_auto.get(obj.session_uid) is False:
                 continue  # nothing of the add-on's to do after this evaluation (unknown: a file just opened)
